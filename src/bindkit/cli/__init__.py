@@ -1,0 +1,50 @@
+"""The ``bindkit`` command: a thin layer over the library, one module per command group.
+
+Each group module exposes ``register(subparsers)``, which adds its sub-commands and binds each to
+a handler ``(args) -> int``. :func:`main` turns any :class:`~bindkit.errors.BindkitError` into one
+line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from bindkit.errors import BindkitError
+
+_GROUPS = ("bindkit.cli.saber",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from importlib import import_module
+
+    from bindkit import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="bindkit",
+        description="Measure and improve attribute-object binding in embedding models.",
+    )
+    parser.add_argument("--version", action="version", version=f"bindkit {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for name in _GROUPS:
+        import_module(name).register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args))
+    except BindkitError as exc:
+        print(f"bindkit: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("bindkit: interrupted", file=sys.stderr)
+        return 130
