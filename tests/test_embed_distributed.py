@@ -1,0 +1,61 @@
+"""Multi-process embedding: two CPU processes launched like accelerate/torchrun would."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("accelerate")
+pytest.importorskip("torch")
+
+WORKER = """
+import json, os, sys
+import numpy as np
+from bindkit.embed import load_embedder
+out = sys.argv[1]
+texts = [f"text {i % 37} about a striped cube" for i in range(120)]
+model = load_embedder("bow", cache=False)
+vectors = model.embed_texts(texts)
+rank = os.environ["RANK"]
+np.save(f"{out}/vectors{rank}.npy", vectors)
+with open(f"{out}/stats{rank}.json", "w") as handle:
+    json.dump(model.stats, handle)
+"""
+
+
+def test_two_processes_split_the_work_and_agree(tmp_path: Path) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "29531",
+            str(script),
+            str(tmp_path),
+        ],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=240,
+    )
+    from bindkit.embed import load_embedder
+
+    texts = [f"text {i % 37} about a striped cube" for i in range(120)]
+    reference = load_embedder("bow", cache=False).embed_texts(texts)
+    stats = [json.loads((tmp_path / f"stats{r}.json").read_text()) for r in (0, 1)]
+    for rank in (0, 1):
+        np.testing.assert_array_equal(np.load(tmp_path / f"vectors{rank}.npy"), reference)
+    assert sorted(s["embedded"] for s in stats) == [18, 19]  # 37 unique texts split in two

@@ -1,0 +1,119 @@
+"""open_clip dual encoders on a tiny random model built from a config.
+
+open_clip imports torchvision at import time; where torchvision cannot be imported (the CPU torch
+wheels of CI), a stand-in module lets open_clip import. bindkit itself never calls torchvision:
+it preprocesses with PIL (tested below against the definition of open_clip's eval transform).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PIL")
+from PIL import Image
+
+from bindkit.embed.backends.open_clip import preprocess
+
+TINY = {
+    "embed_dim": 16,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 16},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 4, "layers": 1},
+}
+
+
+def _import_open_clip() -> Any:
+    """Import open_clip, with stand-in torchvision modules only while it imports."""
+    try:
+        import torchvision  # noqa: F401
+    except Exception:
+        pass
+    else:
+        import open_clip
+
+        return open_clip
+
+    class AnyAttribute(type):
+        def __getattr__(cls, attr: str) -> Any:
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            return cls
+
+    class Anything(metaclass=AnyAttribute):
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def anything(attr: str) -> type:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return Anything
+
+    names = [
+        "torchvision",
+        "torchvision.transforms",
+        "torchvision.transforms.functional",
+        "torchvision.ops",
+        "torchvision.ops.misc",
+    ]
+    for name in names:
+        mod = types.ModuleType(name)
+        mod.__getattr__ = anything  # type: ignore[method-assign]
+        mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
+        sys.modules[name] = mod
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, mod)
+    try:
+        import open_clip
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+    return open_clip
+
+
+@pytest.fixture(scope="module")
+def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    if importlib.util.find_spec("open_clip") is None:
+        pytest.skip("open_clip_torch is not installed (pip install 'bindkit[clip]')")
+    open_clip = _import_open_clip()
+
+    config = tmp_path_factory.mktemp("clip") / "TinyCLIP.json"
+    config.write_text(json.dumps(TINY))
+    open_clip.add_model_config(config)
+    from bindkit.embed import load_embedder
+
+    return load_embedder("open_clip:TinyCLIP", cache=False, progress=False)
+
+
+def test_text_and_image_embeddings(tiny_clip: Any, tmp_path: Path) -> None:
+    texts = tiny_clip.embed_texts(["a red cube", "a blue kite"])
+    rng = np.random.default_rng(0)
+    pic = Image.fromarray((rng.random((48, 64, 3)) * 255).astype("uint8"))
+    pic.save(tmp_path / "p.png")
+    pics = tiny_clip.embed_images([pic, tmp_path / "p.png"])
+    assert texts.shape == (2, 16) and pics.shape == (2, 16)
+    np.testing.assert_allclose(pics[0], pics[1], atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(texts, axis=1), 1, atol=1e-5)
+    assert tiny_clip.describe()["images"]["size"] == 32
+
+
+def test_preprocess_matches_the_eval_transform_definition() -> None:
+    mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.5)
+    flat = Image.new("RGB", (64, 48), (255, 128, 0))
+    out = preprocess(flat, 32, mean, std)
+    assert out.shape == (3, 32, 32)
+    expected = (np.array([255, 128, 0]) / 255 - np.array(mean)) / np.array(std)
+    np.testing.assert_allclose(out[:, 16, 16], expected, atol=1e-2)
+    # resize the shorter side to 32 with bicubic filtering, then the centre 32 x 32
+    rng = np.random.default_rng(1)
+    pic = Image.fromarray((rng.random((48, 64, 3)) * 255).astype("uint8"))
+    resized = pic.resize((43, 32), Image.Resampling.BICUBIC).crop((5, 0, 37, 32))
+    manual = (np.asarray(resized, dtype=np.float32) / 255 - mean) / std
+    np.testing.assert_allclose(preprocess(pic, 32, mean, std), manual.transpose(2, 0, 1), atol=1e-5)
