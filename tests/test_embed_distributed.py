@@ -27,6 +27,9 @@ rank = os.environ["RANK"]
 np.save(f"{out}/vectors{rank}.npy", vectors)
 with open(f"{out}/stats{rank}.json", "w") as handle:
     json.dump(model.stats, handle)
+import torch.distributed as dist
+if dist.is_initialized():
+    dist.destroy_process_group()  # a clean exit: gloo aborts when torn down implicitly
 """
 
 
@@ -34,23 +37,19 @@ def test_two_processes_split_the_work_and_agree(tmp_path: Path) -> None:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node",
-            "2",
-            "--master_port",
-            "29531",
-            str(script),
-            str(tmp_path),
-        ],
-        check=True,
+    with socket.socket() as probe:  # a free port for the rendezvous
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    command += ["--master_addr", "127.0.0.1", "--master_port", str(port)]
+    result = subprocess.run(
+        [*command, str(script), str(tmp_path)],
         env=env,
         capture_output=True,
+        text=True,
         timeout=240,
     )
+    assert result.returncode == 0, result.stderr[-3000:]
     from bindkit.embed import load_embedder
 
     texts = [f"text {i % 37} about a striped cube" for i in range(120)]
