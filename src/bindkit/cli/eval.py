@@ -1,0 +1,91 @@
+"""``bindkit eval`` and ``bindkit report``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def register(commands: Any) -> None:
+    ev = commands.add_parser(
+        "eval",
+        help="evaluate models on SABER, triplets or STS and write result files + a report",
+        description="Evaluate one or more models; one result JSON per (model, task, data, "
+        "pairing) under --out, then a report over everything in --out.",
+    )
+    ev.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        metavar="SPEC",
+        help="model spec, repeatable (see `bindkit models`), e.g. st:default",
+    )
+    ev.add_argument("--task", default="saber", help="saber (default), triplets or sts")
+    ev.add_argument(
+        "--data",
+        default=None,
+        help="SABER directory / triplet JSONL / STS file; SABER default: the "
+        "default set generated in memory",
+    )
+    ev.add_argument(
+        "--pairings",
+        default=None,
+        help="comma list of tt,ti,it,ii (query→candidate); default: all available",
+    )
+    ev.add_argument("--out", type=Path, default=Path("results"), help="results directory")
+    ev.add_argument(
+        "--overwrite",
+        default="only-missing",
+        choices=["only-missing", "never", "always"],
+        help="recompute policy for existing results (default: only-missing)",
+    )
+    ev.add_argument(
+        "--query-instruction",
+        default=None,
+        help="task instruction for queries (default: the model's default)",
+    )
+    ev.add_argument("--batch-size", type=int, default=None, help="inputs per forward pass")
+    ev.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
+    ev.add_argument("--no-report", action="store_true", help="skip writing OUT/report.md")
+    ev.add_argument("-q", "--quiet", action="store_true", help="print only the final table")
+    ev.set_defaults(handler=_eval)
+
+    rep = commands.add_parser("report", help="merge result files into tables and plots")
+    rep.add_argument("results", type=Path, help="directory of result files (any depth)")
+    rep.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="report file: .md (default RESULTS/report.md), .html, .csv or .tex",
+    )
+    rep.set_defaults(handler=_report)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from bindkit.evaluate import evaluate
+    from bindkit.results.report import build_tables, to_markdown
+
+    records = evaluate(
+        args.model,
+        task=args.task,
+        data=args.data,
+        pairings=args.pairings,
+        out=args.out,
+        overwrite=args.overwrite,
+        query_instruction=args.query_instruction,
+        batch_size=args.batch_size,
+        cache=not args.no_cache,
+        report=not args.no_report,
+        verbose=not args.quiet,
+    )
+    print(to_markdown(build_tables(records)[:2]).removeprefix("# bindkit report\n").strip())
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from bindkit.results.report import write_report
+
+    target, plots = write_report(args.results, args.out)
+    print(f"wrote {target}" + "".join(f" and {p}" for p in plots))
+    return 0

@@ -1,0 +1,2 @@
+"""Result files (one JSON per model, task, data and pairing), the shared overwrite policy, and
+reports that merge any set of result files."""

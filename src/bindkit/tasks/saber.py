@@ -1,0 +1,173 @@
+"""SABER evaluation, the seed's protocol: 4-way MCQ, independent and nested gallery retrieval,
+containment, in the text→text, text→image, image→text and image→image pairings.
+
+Queries are embedded with role "query", candidates with role "document"; the gallery is every
+candidate of the set (7,200 for the default set) in the candidate modality.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindkit.embed.images import ImageRef
+from bindkit.embed.protocol import Embedder
+from bindkit.errors import BindkitError
+from bindkit.metrics.containment import fraction_above
+from bindkit.metrics.mcq import winner_shares
+from bindkit.metrics.retrieval import average_precision, count_at_least, relevant_scores
+from bindkit.saber.io import CANDIDATE_ROLES, MCQ, Item, SaberSet, read_saber
+from bindkit.tasks.base import PAIRINGS, Dataset, embed
+
+
+class SaberTask:
+    name = "saber"
+    description = "SABER: 4-way MCQ, independent and nested retrieval, containment"
+
+    def load(self, data: str | None) -> Dataset:
+        """A SABER directory, or (no --data) the default set generated in memory (seed 0)."""
+        if data is None:
+            from bindkit._io import jsonl_bytes, sha256_bytes
+            from bindkit.saber.build import SaberOptions, build_saber
+            from bindkit.saber.vocab import load_vocabulary
+
+            mcqs = tuple(build_saber(SaberOptions(), load_vocabulary()))
+            digest = sha256_bytes(jsonl_bytes(m.to_json() for m in mcqs))
+            saber = SaberSet(Path("."), mcqs, None)
+            return Dataset("saber-default", digest, "builtin:saber seed=0", saber)
+        from bindkit._io import sha256_file
+        from bindkit.saber.io import saber_file
+
+        saber = read_saber(data)
+        if not saber.mcqs:
+            raise BindkitError(f"{saber_file(data)}: holds no MCQs; regenerate it")
+        name = Path(data).resolve().name or "saber"
+        return Dataset(name, sha256_file(saber_file(data)), str(Path(data)), saber)
+
+    def pairings(self, dataset: Dataset, embedder: Embedder) -> list[str]:
+        saber: SaberSet = dataset.payload
+        has_images = all(item.image is not None for m in saber.mcqs for item in m.items)
+        out = []
+        for pairing, (query, candidate) in PAIRINGS.items():
+            needed = {query, candidate}
+            if "image" in needed and not has_images:
+                continue
+            if needed <= set(embedder.modalities):
+                out.append(pairing)
+        return out
+
+    def evaluate(
+        self,
+        embedder: Embedder,
+        dataset: Dataset,
+        pairing: str,
+        *,
+        query_instruction: str | None = None,
+    ) -> dict[str, Any]:
+        saber: SaberSet = dataset.payload
+        query_modality, candidate_modality = PAIRINGS[pairing]
+        mcqs = list(saber.mcqs)
+        queries = [m.query for m in mcqs]
+        candidates = [c for m in mcqs for c in m.candidates]
+        q = embed(
+            embedder,
+            query_modality,
+            _inputs(saber, queries, query_modality),
+            "query",
+            query_instruction,
+        )
+        g = embed(
+            embedder, candidate_modality, _inputs(saber, candidates, candidate_modality), "document"
+        )
+        return score_saber(mcqs, q, g)
+
+
+def _inputs(saber: SaberSet, items: list[Item], modality: str) -> list[Any]:
+    if modality == "text":
+        return [item.text for item in items]
+    refs = []
+    for item in items:
+        path = saber.image_path(item)
+        if path is None:
+            raise BindkitError(f"{item.id}: has no image; render images or use --pairings tt")
+        refs.append(ImageRef(path, flip=item.flip))
+    return refs
+
+
+def score_saber(mcqs: list[MCQ], queries: np.ndarray, gallery: np.ndarray) -> dict[str, Any]:
+    """All SABER metrics from query vectors (one per MCQ) and gallery vectors (4 per MCQ, in
+    file order, candidates in role order). Pure: no embedding happens here."""
+    m, dim = queries.shape
+    if gallery.shape != (4 * m, dim):
+        raise ValueError(f"gallery must be ({4 * m}, {dim}), got {gallery.shape}")
+    options = gallery.reshape(m, 4, dim)
+    mcq_scores = np.einsum("md,mkd->mk", queries, options)
+    shares = winner_shares(mcq_scores)
+    credit = shares[:, 0]
+    ns = np.array([x.n for x in mcqs])
+    kinds = np.array([x.kind for x in mcqs])
+    scores: dict[str, Any] = {
+        "mcq_accuracy": float(credit.mean()),
+        "mcq_accuracy_by_n": _by(credit, ns),
+        "mcq_accuracy_by_kind": _by(credit, kinds),
+        "mcq_wins_by_role": {
+            role: float(shares[:, k].mean()) for k, role in enumerate(CANDIDATE_ROLES)
+        },
+    }
+
+    independent = [i for i, x in enumerate(mcqs) if x.kind == "independent"]
+    if independent:
+        idx = np.array(independent)
+        own = [[4 * i + k for k in range(4)] for i in independent]
+        own_scores = relevant_scores(queries[idx], gallery, own)
+        thresholds = np.stack([own_scores[:, 0], own_scores.min(axis=1)], axis=1)
+        counts = count_at_least(queries[idx], gallery, thresholds)
+        ap = 1.0 / counts[:, 0]  # one relevant item: precision at its rank
+        top4 = counts[:, 1] <= 4
+        scores["map_independent"] = float(ap.mean())
+        scores["map_independent_by_n"] = _by(ap, ns[idx])
+        scores["top4_occupancy"] = float(top4.mean())
+        scores["top4_occupancy_by_n"] = _by(top4.astype(float), ns[idx])
+
+    nested = [i for i, x in enumerate(mcqs) if x.kind == "nested"]
+    if nested:
+        steps: dict[str, dict[int, int]] = defaultdict(dict)
+        for i in nested:
+            steps[mcqs[i].chain or ""][mcqs[i].step or 0] = i
+        relevant, subset_pairs, superset_pairs = [], [], []
+        for i in nested:
+            chain = steps[mcqs[i].chain or ""]
+            step = mcqs[i].step or 0
+            later = [chain[s] for s in sorted(chain) if s > step]
+            earlier = [chain[s] for s in sorted(chain) if s < step]
+            relevant.append([4 * i] + [4 * j for j in later])
+            exact = float(queries[i] @ gallery[4 * i])
+            subset_pairs += [(float(queries[i] @ gallery[4 * j]), exact) for j in earlier]
+            superset_pairs += [(float(queries[i] @ gallery[4 * j]), exact) for j in later]
+        idx = np.array(nested)
+        ap = average_precision(queries[idx], gallery, relevant)
+        scores["map_nested"] = float(ap.mean())
+        scores["map_nested_by_n"] = _by(ap, ns[idx])
+        scores["containment_subset_above"] = _above(subset_pairs)
+        scores["containment_superset_above"] = _above(superset_pairs)
+    counts_out = {
+        "mcqs": m,
+        "gallery": len(gallery),
+        "independent_queries": len(independent),
+        "nested_queries": len(nested),
+    }
+    return {"scores": scores, "counts": counts_out}
+
+
+def _by(values: np.ndarray, keys: np.ndarray) -> dict[str, float]:
+    return {str(k): float(values[keys == k].mean()) for k in sorted(set(keys.tolist()))}
+
+
+def _above(pairs: list[tuple[float, float]]) -> float | None:
+    if not pairs:
+        return None
+    other, exact = np.array(pairs).T
+    return fraction_above(other, exact)

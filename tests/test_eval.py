@@ -1,0 +1,244 @@
+"""The evaluation engine: SABER protocol, triplets, STS, result store policies, reports, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bindkit.cli import main
+from bindkit.embed import load_embedder
+from bindkit.errors import BindkitError, DataFormatError
+from bindkit.evaluate import evaluate
+from bindkit.metrics.retrieval import average_precision_dense
+from bindkit.results.report import write_report
+from bindkit.saber.build import SaberOptions, build_saber
+from bindkit.saber.vocab import Vocabulary
+from bindkit.tasks.saber import score_saber
+from bindkit.tasks.sts import read_sts
+
+SICK = Path(__file__).resolve().parents[2] / "shared" / "data" / "sick2014" / "SICK_trial.txt"
+
+
+def test_bow_scores_exactly_chance_on_the_default_set(tmp_path: Path) -> None:
+    (record,) = evaluate(["bow"], out=tmp_path, cache=False, report=False, verbose=False)
+    by_n = record["scores"]["mcq_accuracy_by_n"]
+    assert by_n["2"] == pytest.approx(1 / 3, abs=1e-12)
+    for n in range(3, 11):
+        assert by_n[str(n)] == pytest.approx(1 / 4, abs=1e-12)
+    assert record["counts"] == {
+        "mcqs": 1800,
+        "gallery": 7200,
+        "independent_queries": 900,
+        "nested_queries": 900,
+    }
+    # bow never prefers its own candidates over each other: the swapped ones win as often
+    wins = record["scores"]["mcq_wins_by_role"]
+    assert wins["attribute_swap"] == pytest.approx(wins["binding_preserving"])
+
+
+def _dense_reference(mcqs: list, q: np.ndarray, g: np.ndarray) -> dict[str, float]:
+    """Plain, unblocked implementations of the retrieval metrics."""
+    scores = q @ g.T
+    ap_ind, top4, ap_nest, sub, sup = [], [], [], [], []
+    chains: dict[str, dict[int, int]] = {}
+    for i, m in enumerate(mcqs):
+        if m.kind == "nested":
+            chains.setdefault(m.chain, {})[m.step] = i
+    for i, m in enumerate(mcqs):
+        if m.kind == "independent":
+            mask = np.zeros(len(g), bool)
+            mask[4 * i] = True
+            ap_ind.append(average_precision_dense(scores[i], mask))
+            own = scores[i, 4 * i : 4 * i + 4]
+            others = np.delete(scores[i], range(4 * i, 4 * i + 4))
+            top4.append(float((others < own.min() - 1e-6).all()))
+        else:
+            later = [j for s, j in chains[m.chain].items() if s > m.step]
+            earlier = [j for s, j in chains[m.chain].items() if s < m.step]
+            mask = np.zeros(len(g), bool)
+            mask[[4 * j for j in [i, *later]]] = True
+            ap_nest.append(average_precision_dense(scores[i], mask))
+            exact = scores[i, 4 * i]
+            sub += [float(scores[i, 4 * j] > exact) for j in earlier]
+            sup += [float(scores[i, 4 * j] > exact) for j in later]
+    return {
+        "map_independent": float(np.mean(ap_ind)),
+        "top4_occupancy": float(np.mean(top4)),
+        "map_nested": float(np.mean(ap_nest)),
+        "containment_subset_above": float(np.mean(sub)),
+        "containment_superset_above": float(np.mean(sup)),
+    }
+
+
+def test_saber_scores_equal_a_dense_reference(vocab: Vocabulary) -> None:
+    mcqs = build_saber(SaberOptions(seed=3, per_n=6, n_max=6), vocab)
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((len(mcqs), 16)).astype(np.float32)
+    g = rng.standard_normal((4 * len(mcqs), 16)).astype(np.float32)
+    # make the task learnable: queries near their binding-preserving candidate
+    q += 1.5 * g[0::4]
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    g /= np.linalg.norm(g, axis=1, keepdims=True)
+    scores = score_saber(mcqs, q, g)["scores"]
+    for name, value in _dense_reference(mcqs, q, g).items():
+        assert scores[name] == pytest.approx(value, abs=1e-9), name
+    assert 0.5 < scores["mcq_accuracy"] <= 1
+
+
+def test_perfect_model_scores_one(vocab: Vocabulary) -> None:
+    mcqs = build_saber(SaberOptions(per_n=4, n_max=4), vocab)
+    g = np.eye(4 * len(mcqs), dtype=np.float32)
+    q = g[0::4].copy()
+    s = score_saber(mcqs, q, g)["scores"]
+    assert s["mcq_accuracy"] == 1.0 and s["map_independent"] == 1.0
+    # the query only matches its exact candidate: later steps rank below it, so nested AP < 1
+    assert s["top4_occupancy"] == 0.0  # distractors score 0, tied with the whole gallery
+    assert s["containment_superset_above"] == 0.0 and s["containment_subset_above"] == 0.0
+
+
+def test_triplets_task_and_breakdown(tmp_path: Path) -> None:
+    rows = [
+        {"query": "red cube", "positive": "a red cube", "negative": "a blue kite", "type": "a"},
+        {"query": "red cube", "positive": "cube red", "negative": "red cube", "type": "a"},
+        {"query": "blue kite", "positive": "a red cube", "negative": "a blue kite", "type": "b"},
+    ]
+    data = tmp_path / "t.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (record,) = evaluate(
+        ["bow"],
+        task="triplets",
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        report=False,
+        verbose=False,
+    )
+    # row 2 is an exact tie (same words): counted wrong
+    assert record["scores"]["triplet_accuracy"] == pytest.approx(1 / 3)
+    assert record["scores"]["triplet_accuracy_by"] == {"type": {"a": 0.5, "b": 0.0}}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "x", "positive": "y"}\n')
+    with pytest.raises(DataFormatError, match=r"bad\.jsonl:1: field 'negative'"):
+        evaluate(
+            ["bow"],
+            task="triplets",
+            data=bad,
+            out=tmp_path / "r",
+            cache=False,
+            report=False,
+            verbose=False,
+        )
+
+
+def test_sts_formats(tmp_path: Path) -> None:
+    csv_file = tmp_path / "pairs.csv"
+    csv_file.write_text("sentence1,sentence2,score\na red cube,a red cube,5\na cube,the sky,1\n")
+    first, _second, gold = read_sts(csv_file)
+    assert first == ["a red cube", "a cube"] and list(gold) == [5.0, 1.0]
+    jsonl = tmp_path / "pairs.jsonl"
+    jsonl.write_text('{"text_a": "x", "text_b": "y", "label": 0.5}\n')
+    assert read_sts(jsonl)[2].tolist() == [0.5]
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("a,b,c\nx,y,1\n")
+    with pytest.raises(DataFormatError, match="no first-text column"):
+        read_sts(wrong)
+
+
+@pytest.mark.skipif(not SICK.exists(), reason="../shared/data/sick2014 is not on this machine")
+def test_sts_on_sick_trial(tmp_path: Path) -> None:
+    first, second, gold = read_sts(SICK)
+    assert len(gold) == 500 and gold.min() >= 1 and gold.max() <= 5
+    (record,) = evaluate(
+        ["bow"], task="sts", data=SICK, out=tmp_path, cache=False, report=False, verbose=False
+    )
+    model = load_embedder("bow", cache=False)
+    a, b = model.embed_texts(first), model.embed_texts(second)
+    from bindkit.metrics.correlation import spearman
+
+    expected = spearman((a * b).sum(axis=1), gold)
+    assert record["scores"]["spearman"] == pytest.approx(expected, abs=1e-4)
+    assert 0.3 < expected < 0.9  # words overlap tracks relatedness in SICK
+
+
+def test_overwrite_policies(tmp_path: Path) -> None:
+    kwargs = dict(task="saber", out=tmp_path, cache=False, report=False, verbose=False)
+    data = tmp_path / "saber"
+    from bindkit.saber.build import generate_saber
+
+    generate_saber(data, per_n=2, n_max=3)
+    (first,) = evaluate(["bow"], data=data, **kwargs)
+    (again,) = evaluate(["bow"], data=data, **kwargs)
+    assert again["created"] == first["created"]  # reused, not recomputed
+    path = tmp_path / "bow" / "saber" / "saber" / "tt.json"
+    assert path.exists()
+    (forced,) = evaluate(["bow"], data=data, overwrite="always", **kwargs)
+    assert json.loads(path.read_text())["provenance"] == forced["provenance"]
+    # another model fingerprint at the same path is stale
+    (bigger,) = evaluate([load_embedder("bow+dim=64", cache=False)], data=data, **kwargs)
+    assert bigger["provenance"]["model_fingerprint"] != first["provenance"]["model_fingerprint"]
+    stale = tmp_path / "bow_dim_64" / "saber" / "saber" / "tt.json"
+    record = json.loads(stale.read_text())
+    record["provenance"]["model_fingerprint"] = "something-else"
+    stale.write_text(json.dumps(record))
+    with pytest.raises(BindkitError, match="pass --overwrite only-missing or always"):
+        evaluate(["bow+dim=64"], data=data, overwrite="never", **kwargs)
+    (fixed,) = evaluate(["bow+dim=64"], data=data, overwrite="only-missing", **kwargs)
+    assert fixed["provenance"]["model_fingerprint"] != "something-else"
+
+
+def test_unavailable_pairing_and_unknown_task(tmp_path: Path) -> None:
+    with pytest.raises(BindkitError, match="--pairings ti: not available for bow"):
+        evaluate(["bow"], pairings="ti", out=tmp_path, cache=False, verbose=False)
+    with pytest.raises(BindkitError, match="--pairings: unknown pairing 'tx'"):
+        evaluate(["bow"], pairings="tx", out=tmp_path, cache=False, verbose=False)
+    with pytest.raises(BindkitError, match="unknown task \\(did you mean saber\\?\\)"):
+        evaluate(["bow"], task="sabre", out=tmp_path, cache=False, verbose=False)
+
+
+def test_report_formats(tmp_path: Path) -> None:
+    data = tmp_path / "saber"
+    from bindkit.saber.build import generate_saber
+
+    generate_saber(data, per_n=4, n_max=4)
+    evaluate(["bow", "bow+dim=32"], data=data, out=tmp_path / "res", cache=False, verbose=False)
+    md = (tmp_path / "res" / "report.md").read_text()
+    assert "| bow |" in md and "| bow+dim=32 |" in md and "N=4" in md
+    for suffix, needle in (
+        (".html", "<table>"),
+        (".csv", "mcq_accuracy_by_n"),
+        (".tex", "\\toprule"),
+    ):
+        target, _ = write_report(tmp_path / "res", tmp_path / f"report{suffix}")
+        assert needle in target.read_text()
+    pytest.importorskip("matplotlib")
+    assert (tmp_path / "res" / "report_saber_by_n.png").stat().st_size > 1000
+    with pytest.raises(BindkitError, match=r"use a \.md, \.html, \.csv, \.tex file name"):
+        write_report(tmp_path / "res", tmp_path / "report.pdf")
+
+
+def test_cli_eval_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "saber"
+    assert (
+        main(["saber", "generate", "--out", str(data), "--per-n", "2", "--n-max", "3", "-q"]) == 0
+    )
+    code = main(
+        [
+            "eval",
+            "--model",
+            "bow",
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "r"),
+            "--no-cache",
+            "-q",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "| bow |" in out
+    assert main(["report", str(tmp_path / "r"), "--out", str(tmp_path / "r.csv")]) == 0
+    code = main(["eval", "--model", "bow", "--task", "sts", "--out", str(tmp_path / "r")])
+    assert code == 2 and "--task sts needs --data" in capsys.readouterr().err
