@@ -1,0 +1,1 @@
+"""Where candidate examples come from: an offline grammar or an LLM server."""

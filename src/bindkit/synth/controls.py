@@ -1,0 +1,88 @@
+"""The diversity controls' static part: bands, windows, mix, caps, and the data files."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from bindkit.synth.constructions import CONSTRUCTIONS, Construction
+
+
+def _data(name: str) -> str:
+    return files("bindkit.synth").joinpath(f"data/{name}").read_text("utf-8")
+
+
+def read_lines(name: str) -> list[str]:
+    return [
+        line.strip() for line in _data(name).splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+
+@cache
+def controls() -> dict[str, Any]:
+    return tomllib.loads(_data("controls.toml"))
+
+
+@cache
+def adjective_families() -> dict[str, list[str]]:
+    families: dict[str, list[str]] = {}
+    current = None
+    for line in read_lines("adjectives.txt"):
+        match = re.fullmatch(r"\[(.+)\]", line)
+        if match:
+            current = match.group(1)
+            families[current] = []
+        elif current is not None:
+            families[current] += line.split()
+    return families
+
+
+@dataclass(frozen=True)
+class Targets:
+    length_band: tuple[int, int]
+    distance_window: tuple[int, int]
+
+
+def windows(construction: Construction) -> list[tuple[int, int]]:
+    distance = controls()["distance"]
+    key = {
+        "adjacent": "adjacent_three" if construction.objects == 3 else "adjacent_two",
+        "bundle": "adjacent_two",
+        "predicative": "predicative",
+        "deferred": "deferred",
+    }[construction.family]
+    return [tuple(w) for w in distance[key]]  # type: ignore[misc]
+
+
+def bands(construction: Construction) -> list[tuple[int, int]]:
+    length = controls()["length"]
+    all_bands = [tuple(b) for b in length["bands"]]
+    if construction.family == "deferred":
+        all_bands = all_bands[length["deferred_min_band"]:]
+    return all_bands  # type: ignore[return-value]
+
+
+def minimum_words(construction: Construction, window: tuple[int, int]) -> int:
+    """Fewest words a caption needs for its core phrases and connecting words at the window's
+    lower end (the length bands a plan may use must allow at least this)."""
+    lo, k = window[0], construction.objects
+    if construction.family in ("adjacent", "bundle"):
+        per_object = 1 + construction.attributes_per_object
+        return 1 + k * per_object + (k - 1) * max(lo, 1)
+    if construction.family == "predicative":
+        return k * (3 + lo) + (k - 1)
+    return 16 + lo
+
+
+def length_ok(count: int, band: tuple[int, int]) -> bool:
+    length = controls()["length"]
+    return band[0] - length["tolerance_below"] <= count <= band[1] + length["tolerance_above"]
+
+
+def construction(name: str) -> Construction:
+    return CONSTRUCTIONS[name]
