@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from bindkit.errors import BindkitError
 
-_GROUPS = ("bindkit.cli.saber", "bindkit.cli.eval", "bindkit.cli.models")
+_GROUPS = ("bindkit.cli.saber", "bindkit.cli.eval", "bindkit.cli.synth", "bindkit.cli.models")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,7 +18,8 @@ def _data(name: str) -> str:
 
 def read_lines(name: str) -> list[str]:
     return [
-        line.strip() for line in _data(name).splitlines()
+        line.strip()
+        for line in _data(name).splitlines()
         if line.strip() and not line.startswith("#")
     ]
 
@@ -56,15 +57,15 @@ def windows(construction: Construction) -> list[tuple[int, int]]:
         "predicative": "predicative",
         "deferred": "deferred",
     }[construction.family]
-    return [tuple(w) for w in distance[key]]  # type: ignore[misc]
+    return [(int(w[0]), int(w[1])) for w in distance[key]]
 
 
 def bands(construction: Construction) -> list[tuple[int, int]]:
     length = controls()["length"]
-    all_bands = [tuple(b) for b in length["bands"]]
+    all_bands = [(int(b[0]), int(b[1])) for b in length["bands"]]
     if construction.family == "deferred":
-        all_bands = all_bands[length["deferred_min_band"]:]
-    return all_bands  # type: ignore[return-value]
+        all_bands = all_bands[length["deferred_min_band"] :]
+    return all_bands
 
 
 def minimum_words(construction: Construction, window: tuple[int, int]) -> int:
@@ -79,9 +80,16 @@ def minimum_words(construction: Construction, window: tuple[int, int]) -> int:
     return 16 + lo
 
 
-def length_ok(count: int, band: tuple[int, int]) -> bool:
+@cache
+def _tolerance() -> tuple[int, int]:
     length = controls()["length"]
-    return band[0] - length["tolerance_below"] <= count <= band[1] + length["tolerance_above"]
+    return int(length["tolerance_below"]), int(length["tolerance_above"])
+
+
+def length_ok(count: int, band: tuple[int, int]) -> bool:
+    """Whether a caption of ``count`` words fits ``band`` (with the validation tolerance)."""
+    below, above = _tolerance()
+    return band[0] - below <= count <= band[1] + above
 
 
 def construction(name: str) -> Construction:

@@ -23,6 +23,8 @@ from bindkit.synth.controls import (
 )
 from bindkit.synth.example import Example
 
+REFRESH = 50
+
 
 @dataclass
 class Plan:
@@ -70,47 +72,88 @@ class Controller:
 
     mix: dict[str, float] = field(default_factory=lambda: dict(controls()["mix"]))
     counts: Counter[str] = field(default_factory=Counter)
-    recent: deque[str] = field(default_factory=lambda: deque(maxlen=controls()["vocabulary"][
-        "avoid_recent"]))
+    recent: deque[str] = field(
+        default_factory=lambda: deque(maxlen=controls()["vocabulary"]["avoid_recent"])
+    )
     seen_sets: dict[str, set[frozenset[str]]] = field(default_factory=dict)
     accepted: int = 0
     by_type: Counter[str] = field(default_factory=Counter)
+    objects: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         total = sum(self.mix.values())
         if abs(total - 1) > 1e-6 or set(self.mix) - set(CONSTRUCTIONS):
-            raise ValueError(f"the construction mix must cover known types and sum to 1: {self.mix}")
+            raise ValueError(
+                f"the construction mix must cover known types and sum to 1: {self.mix}"
+            )
         self.scenes = read_lines("scenes.txt")
         self.times = read_lines("times.txt")
         self.weather = read_lines("weather.txt")
         self.registers = read_lines("registers.txt")
         self.openers = read_lines("openers.txt")
         self.families = adjective_families()
+        self._cache: dict[tuple[Any, ...], list[str]] = {}
+        self._sorted: dict[tuple[str, int], list[str]] = {}
+        # words of each family bucketed by use count: least-used lookups without a full sort
+        self.family_of = {w: f for f, ws in self.families.items() for w in ws}
+        self.levels: dict[str, dict[int, set[str]]] = {
+            f: {0: set(ws)} for f, ws in self.families.items()
+        }
+        for word, count in self.counts.items():
+            self._move(word, 0, count)
+
+    def _move(self, word: str, old: int, new: int) -> None:
+        family = self.family_of.get(word)
+        if family is None:
+            return
+        levels = self.levels[family]
+        self._sorted.pop((family, old), None)
+        self._sorted.pop((family, new), None)
+        levels[old].discard(word)
+        if not levels[old]:
+            del levels[old]
+        levels.setdefault(new, set()).add(word)
 
     # -- caps ---------------------------------------------------------------------------
     def cap(self, n_attributes: int) -> float:
         v = controls()["vocabulary"]
         fraction = v["cap_fraction"][str(min(4, max(2, n_attributes)))]
-        return max(v["min_cap"], fraction * self.accepted)
+        return max(float(v["min_cap"]), float(fraction) * self.accepted)
 
     def banned(self, n_attributes: int) -> list[str]:
-        cap = self.cap(n_attributes)
-        return sorted(w for w, c in self.counts.items() if c >= cap)
+        """Words at their cap. Refreshed every REFRESH accepted examples (a word that reaches
+        its cap in between is still stopped by :meth:`admit`)."""
+        key = ("banned", n_attributes, self.accepted // REFRESH)
+        if key not in self._cache:
+            cap = self.cap(n_attributes)
+            self._cache[key] = sorted(w for w, c in self.counts.items() if c >= cap)
+        return self._cache[key]
 
     def avoid(self) -> list[str]:
-        frequent = [w for w, _ in self.counts.most_common(controls()["vocabulary"]["avoid_frequent"])]
-        return list(dict.fromkeys([*reversed(self.recent), *frequent]))
+        """The most recently used words, then the most frequent ones (refreshed every REFRESH
+        accepted examples)."""
+        key = ("frequent", self.accepted // REFRESH)
+        if key not in self._cache:
+            top = controls()["vocabulary"]["avoid_frequent"]
+            self._cache = {k: v for k, v in self._cache.items() if k[-1] == key[-1]}
+            self._cache[key] = [w for w, _ in self.counts.most_common(top)]
+        return list(dict.fromkeys([*reversed(self.recent), *self._cache[key]]))
 
     def suggestions(self, rng: random.Random, n_attributes: int) -> dict[str, list[str]]:
         """The least-used uncapped adjectives of each family (ties broken at random)."""
         cap = self.cap(n_attributes)
         per_family = controls()["vocabulary"]["suggestions_per_family"]
         out = {}
-        for family, pool in self.families.items():
-            open_words = [w for w in pool if self.counts[w] < cap]
-            rng.shuffle(open_words)
-            open_words.sort(key=lambda w: self.counts[w])
-            out[family] = open_words[:per_family]
+        for family, levels in self.levels.items():
+            chosen: list[str] = []
+            for level in sorted(levels):
+                if level >= cap or len(chosen) >= per_family:
+                    break
+                bucket = self._sorted.get((family, level))
+                if bucket is None:
+                    bucket = self._sorted[(family, level)] = sorted(levels[level])
+                chosen += rng.sample(bucket, min(per_family - len(chosen), len(bucket)))
+            out[family] = chosen
         return out
 
     # -- planning -----------------------------------------------------------------------
@@ -122,12 +165,18 @@ class Controller:
         shift = rng.randint(*controls()["length"]["three_object_shift"]) if c.objects == 3 else 0
         distractors = rng.randint(0, controls()["distractors"]["max"]) if c.takes_distractors else 0
         # a band must leave room for the core at the window's lower end and the distractors
-        fitting = [(lo + shift, hi + shift) for lo, hi in bands(c)
-                   if hi + shift >= minimum_words(c, window) + 4 * distractors]
+        fitting = [
+            (lo + shift, hi + shift)
+            for lo, hi in bands(c)
+            if hi + shift >= minimum_words(c, window) + 4 * distractors
+        ]
         while not fitting and distractors:
             distractors -= 1
-            fitting = [(lo + shift, hi + shift) for lo, hi in bands(c)
-                       if hi + shift >= minimum_words(c, window) + 4 * distractors]
+            fitting = [
+                (lo + shift, hi + shift)
+                for lo, hi in bands(c)
+                if hi + shift >= minimum_words(c, window) + 4 * distractors
+            ]
         band = rng.choice(fitting or [(b[0] + shift, b[1] + shift) for b in bands(c)[-1:]])
         return Plan(
             attempt=attempt,
@@ -141,7 +190,8 @@ class Controller:
             register=rng.choice(self.registers),
             opener=rng.choice(self.openers),
             order=rng.choice(["first_first", "second_first"])
-            if kind == "deferred_bind_anaphoric" else None,
+            if kind == "deferred_bind_anaphoric"
+            else None,
             avoid=self.avoid(),
             banned=self.banned(c.attributes),
             suggestions=self.suggestions(rng, c.attributes),
@@ -161,7 +211,10 @@ class Controller:
     def record(self, ex: Example) -> None:
         words = ex.vocabulary()
         self.seen_sets.setdefault(ex.type, set()).add(frozenset(words))
+        for word in words:
+            self._move(word, self.counts[word], self.counts[word] + 1)
         self.counts.update(words)
         self.recent.extend(sorted(words))
         self.accepted += 1
         self.by_type[ex.type] += 1
+        self.objects.update(ex.objects)

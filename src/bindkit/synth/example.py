@@ -84,7 +84,7 @@ class Example:
             isinstance(negatives.get(k), str) for k in ("attribute", "object")
         ):
             raise DataFormatError(
-                f"{where}: 'negatives' must be {{\"attribute\": str, \"object\": str}}"
+                f'{where}: \'negatives\' must be {{"attribute": str, "object": str}}'
             )
         return cls(
             id=obj["id"],
@@ -93,8 +93,9 @@ class Example:
             positive=obj["positive"],
             query=obj["query"],
             negatives={"attribute": negatives["attribute"], "object": negatives["object"]},
-            intended={k: _pairs(v, where, f"intended.{k}")
-                      for k, v in (obj.get("intended") or {}).items()},
+            intended={
+                k: _pairs(v, where, f"intended.{k}") for k, v in (obj.get("intended") or {}).items()
+            },
             slots=obj.get("slots"),
             distractors=_pairs(obj.get("distractors") or [], where, "distractors"),
             targets=obj.get("targets") or {},

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-
 from functools import lru_cache
 
 from bindkit.saber.language import indefinite_article as _indefinite_article
@@ -84,7 +83,7 @@ def permute_words(text: str, mapping: Mapping[str, str]) -> str:
 
 
 def render_query(groups: Sequence[tuple[Sequence[str], str]]) -> str:
-    """"a dated book and a neat lamp": (attributes, object) groups as a lower-case list."""
+    """ "a dated book and a neat lamp": (attributes, object) groups as a lower-case list."""
     phrases = []
     for attributes, obj in groups:
         phrase = " ".join([*attributes, obj])

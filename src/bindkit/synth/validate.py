@@ -5,18 +5,21 @@ Usable alone (``bindkit synth validate FILE``) on generated data or data users b
 
 from __future__ import annotations
 
-import re
+import itertools
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import compress
+from itertools import count as counter
+from operator import ne
 from pathlib import Path
 
 from bindkit.errors import DataFormatError
-from bindkit.saber.io import scan_lines
 from bindkit.synth.constructions import CONSTRUCTIONS
 from bindkit.synth.controls import bands, controls, length_ok, windows
 from bindkit.synth.example import Example
-from bindkit.synth.text import article_errors, bag, indefinite_article, words
+from bindkit.synth.text import bag, indefinite_article, words
 
 RULES: dict[str, str] = {
     "schema": "the example has every field with the right type",
@@ -38,8 +41,8 @@ RULES: dict[str, str] = {
     "length": "the positive's word count is in its band (one word below to four above)",
     "distance": "the binding distance is in its window",
 }
-_WORD_RE = re.compile(r"^[a-z]+$")
 _ANAPHORS = {"former", "latter", "first", "second"}
+_ARTICLES = ("a", "an")
 _BARE = {"it", "they", "them", "its", "their"}
 
 
@@ -62,27 +65,36 @@ def validate_example(ex: Example) -> list[Rejection]:
     attributes_of = {o: ex.attributes_of(o) for o in objects}
     vocab = ex.attributes + objects
     for w in vocab:
-        if not _WORD_RE.match(w):
+        if not (w.isalpha() and w.isascii() and w.islower()):
             return bad("single_word", f"{w!r} is not a single lower-case word")
-    if len(set(vocab)) != len(vocab) or len(objects) != c.objects or any(
-        len(attributes_of[o]) != c.attributes_per_object for o in objects
+    if (
+        len(set(vocab)) != len(vocab)
+        or len(objects) != c.objects
+        or any(len(attributes_of[o]) != c.attributes_per_object for o in objects)
     ):
-        return bad("distinct", f"needs {c.objects} distinct objects with "
-                   f"{c.attributes_per_object} distinct attribute(s) each")
+        return bad(
+            "distinct",
+            f"needs {c.objects} distinct objects with "
+            f"{c.attributes_per_object} distinct attribute(s) each",
+        )
     if c.family == "bundle" and not _bundle_slots_ok(ex):
         return bad("distinct", "attr_bundle needs two slots, each object one attribute per slot")
 
-    texts = {"query": ex.query, "positive": ex.positive, **{
-        f"{k} negative": v for k, v in ex.negatives.items()}}
-    tokens = {name: words(text) for name, text in texts.items()}
-    for name, toks in tokens.items():
-        wrong = [w for w in vocab if toks.count(w) != 1]
-        if wrong:
-            return bad("once", f"{name}: {wrong[0]!r} appears {toks.count(wrong[0])} times")
-        if name != "query":
-            for da, do in ex.distractors:
-                if da in vocab or do in vocab:
-                    return bad("once", f"distractor [{da}, {do}] reuses a queried word")
+    tokens = {
+        "query": words(ex.query),
+        "positive": words(ex.positive),
+        "attribute negative": words(ex.negatives["attribute"]),
+        "object negative": words(ex.negatives["object"]),
+    }
+    # the negatives inherit the positive's counts once they are shown to be permutations of it
+    for name in ("query", "positive"):
+        toks = tokens[name]
+        for w in vocab:
+            if toks.count(w) != 1:
+                return bad("once", f"{name}: {w!r} appears {toks.count(w)} times")
+    for da, do in ex.distractors:
+        if da in vocab or do in vocab:
+            return bad("once", f"distractor [{da}, {do}] reuses a queried word")
 
     q = tokens["query"]
     if sorted(t for t in q if t not in ("a", "an", "and")) != sorted(vocab):
@@ -92,27 +104,28 @@ def validate_example(ex: Example) -> list[Rejection]:
         if before != set(attributes_of[o]):
             return bad("query", f"the attributes of {o!r} must directly precede it in the query")
 
-    positive_bag = bag(tokens["positive"])
-    for kind in ex.negatives:
-        if bag(tokens[f"{kind} negative"]) != positive_bag:
+    p = tokens["positive"]
+    changes: dict[str, list[int]] = {}
+    for kind in ("attribute", "object"):
+        n = tokens[f"{kind} negative"]
+        # same length and the same words at the changed positions = same multiset of words
+        if len(n) != len(p):
             return bad("permutation", f"the {kind} negative is not a permutation of the positive")
-    norm = {k: " ".join(tokens[k]) for k in tokens}
-    if norm["attribute negative"] in (norm["positive"], norm["object negative"]) or norm[
-        "object negative"
-    ] == norm["positive"]:
+        diff = list(compress(counter(), map(ne, p, n)))
+        if bag([p[i] for i in diff]) != bag([n[i] for i in diff]):
+            return bad("permutation", f"the {kind} negative is not a permutation of the positive")
+        changes[kind] = diff
+    a_neg, o_neg = tokens["attribute negative"], tokens["object negative"]
+    if a_neg in (p, o_neg) or o_neg == p:
         return bad("negative_distinct", "a negative equals the positive or the other negative")
 
-    p = tokens["positive"]
     where = {w: p.index(w) for w in vocab}
     bound_object = {a: o for a, o in ex.bindings}
     queried = set(ex.bindings)
-    positive_errors = article_errors(p)
     for kind in ("attribute", "object"):
         n = tokens[f"{kind} negative"]
-        if len(n) != len(p):
-            return bad("moved_words", f"the {kind} negative has another word count")
         movable = {where[w] for w in (ex.attributes if kind == "attribute" else objects)}
-        changed = {i for i in range(len(p)) if p[i] != n[i]}
+        changed = set(changes[kind])
         stray = [i for i in changed - movable if {p[i], n[i]} != {"a", "an"}]
         if stray:
             return bad("moved_words", f"the {kind} negative changes {p[stray[0]]!r}")
@@ -122,16 +135,21 @@ def validate_example(ex: Example) -> list[Rejection]:
             derived = {(a, n[where[o]]) for o in objects for a in attributes_of[o]}
         intended = set(ex.intended.get(kind, ())) or None
         if intended is not None and derived != intended:
-            return bad("bindings", f"the {kind} negative expresses {sorted(derived)}, intended "
-                       f"{sorted(intended)}")
+            return bad(
+                "bindings",
+                f"the {kind} negative expresses {sorted(derived)}, intended {sorted(intended)}",
+            )
         kept = derived & queried
         allowed_kept = _kept_bindings(ex, kind)
         if len(kept) != allowed_kept:
-            return bad("bindings", f"the {kind} negative keeps {len(kept)} queried binding(s); "
-                       f"{ex.type} keeps {allowed_kept}")
-        new_errors = _changed_article_errors(p, n, changed) - positive_errors
-        if new_errors:
-            i = min(new_errors)
+            return bad(
+                "bindings",
+                f"the {kind} negative keeps {len(kept)} queried binding(s); "
+                f"{ex.type} keeps {allowed_kept}",
+            )
+        new_error = _new_article_error(p, n, changed)
+        if new_error is not None:
+            i = new_error
             return bad("article", f"the {kind} negative has '{n[i]} {n[i + 1]}'")
 
     problem = _structure(ex, c.family, p, where, objects, attributes_of)
@@ -140,8 +158,8 @@ def validate_example(ex: Example) -> list[Rejection]:
 
     count = len(p)
     band = ex.targets.get("length_band")
-    allowed_bands = [tuple(band)] if band else _shifted_bands(ex)
-    if not any(length_ok(count, b) for b in allowed_bands):  # type: ignore[arg-type]
+    allowed_bands = [(int(band[0]), int(band[1]))] if band else _shifted_bands(ex)
+    if not any(length_ok(count, b) for b in allowed_bands):
         return bad("length", f"{count} words, outside {allowed_bands}")
     distance = binding_distance(ex, p, where, objects, attributes_of)
     window = ex.targets.get("distance_window")
@@ -151,15 +169,16 @@ def validate_example(ex: Example) -> list[Rejection]:
     return out
 
 
-def _changed_article_errors(p: list[str], n: list[str], changed: set[int]) -> set[int]:
-    """Article errors of ``n`` next to changed words (elsewhere ``n`` equals ``p``)."""
-    spots = {i - 1 for i in changed} | changed
-    errors = set()
-    for i in spots:
-        if 0 <= i < len(n) - 1 and n[i] in ("a", "an"):
-            if indefinite_article(n[i + 1]) != n[i]:
-                errors.add(i)
-    return errors
+def _new_article_error(p: list[str], n: list[str], changed: set[int]) -> int | None:
+    """The first article of ``n`` that disagrees with its next word where ``p`` had none, looking
+    only at and just before the changed positions (elsewhere ``n`` equals ``p``)."""
+    last = len(n) - 1
+    for j in sorted({i - 1 for i in changed} | changed):
+        if 0 <= j < last and n[j] in _ARTICLES and indefinite_article(n[j + 1]) != n[j]:
+            positive_error = p[j] in _ARTICLES and indefinite_article(p[j + 1]) != p[j]
+            if not positive_error:
+                return j
+    return None
 
 
 def _bundle_slots_ok(ex: Example) -> bool:
@@ -237,26 +256,27 @@ def binding_distance(
     the last object to the first attribute."""
     family = CONSTRUCTIONS[ex.type].family
     if family in ("adjacent", "bundle"):
-        spans = sorted(
-            (min(where[x] for x in [o, *attributes_of[o]]), where[o]) for o in objects
-        )
-        return min(b[0] - a[1] - 1 for a, b in zip(spans, spans[1:], strict=False))
+        spans = sorted((min(where[x] for x in [o, *attributes_of[o]]), where[o]) for o in objects)
+        return min(b[0] - a[1] - 1 for a, b in itertools.pairwise(spans))
     if family == "predicative":
         return min(abs(where[a] - where[o]) - 1 for a, o in ex.bindings)
     return min(where[a] for a in ex.attributes) - max(where[o] for o in objects) - 1
 
 
-def validate_file(path: str | Path) -> tuple[int, list[tuple[str, str, Rejection]]]:
-    """(examples checked, [(line, example id, rejection)]) for a JSONL file of examples."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(f"{path}: not found; pass a JSONL file of examples")
-    checked, failures = 0, []
-    for lineno, obj, error in scan_lines(path):
-        where = f"{path.name}:{lineno}"
-        checked += 1
-        if error is not None:
-            failures.append((where, "?", Rejection("schema", error)))
+Failure = tuple[str, str, Rejection]  # (file:line, example id, rejection)
+
+
+def _check_lines(name: str, first_line: int, lines: list[str]) -> list[Failure]:
+    """Validate raw JSONL lines (a chunk of a file); runs in worker processes too."""
+    import json
+
+    failures: list[Failure] = []
+    for offset, line in enumerate(lines):
+        where = f"{name}:{first_line + offset}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            failures.append((where, "?", Rejection("schema", f"corrupt JSON ({exc.msg})")))
             continue
         try:
             ex = Example.from_json(obj, where)
@@ -264,7 +284,54 @@ def validate_file(path: str | Path) -> tuple[int, list[tuple[str, str, Rejection
             failures.append((where, "?", Rejection("schema", str(exc).split(": ", 1)[-1])))
             continue
         failures += [(where, ex.id, r) for r in validate_example(ex)]
-    return checked, failures
+    return failures
+
+
+def validate_file(
+    path: str | Path, *, workers: int | None = None, chunk: int = 5000
+) -> tuple[int, list[Failure]]:
+    """(examples checked, failures) for a JSONL file of examples.
+
+    Files longer than one chunk are checked by ``workers`` processes (default: one per CPU);
+    results are identical to a single-process run, in file order.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(f"{path}: not found; pass a JSONL file of examples")
+    numbered = [
+        (i, line)
+        for i, line in enumerate(path.read_text("utf-8", errors="replace").splitlines(), 1)
+        if line.strip()
+    ]
+    chunks: list[tuple[int, list[str]]] = []
+    for start in range(0, len(numbered), chunk):
+        part = numbered[start : start + chunk]
+        # keep line numbers exact: a chunk is contiguous in the numbered list, blank lines aside
+        chunks += (
+            [(i, [line]) for i, line in part]
+            if _has_gaps(part)
+            else [(part[0][0], [line for _, line in part])]
+        )
+    workers = workers or os.cpu_count() or 1
+    if workers == 1 or len(numbered) <= chunk:
+        results = [_check_lines(path.name, first, lines) for first, lines in chunks]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(
+                pool.map(
+                    _check_lines,
+                    [path.name] * len(chunks),
+                    [c[0] for c in chunks],
+                    [c[1] for c in chunks],
+                )
+            )
+    return len(numbered), [f for part in results for f in part]
+
+
+def _has_gaps(part: list[tuple[int, str]]) -> bool:
+    return part[-1][0] - part[0][0] != len(part) - 1
 
 
 def count_rules(rejections: Iterable[Rejection]) -> Counter[str]:

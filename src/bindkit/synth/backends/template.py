@@ -19,15 +19,42 @@ from bindkit.synth.example import Example
 # Filler pieces: word sequences that read naturally when chained. None of their words may be a
 # queried attribute or object (see _grammar_words).
 PIECES = [
-    "resting", "nearby", "again", "today", "quietly", "untouched", "as usual", "for now",
-    "on the shelf", "by the window", "near the door", "under the stairs", "for a while",
-    "all morning", "after lunch", "in plain view", "behind the counter", "beside the sink",
-    "at the far end", "next to the wall", "on the top shelf", "in the back room",
-    "where someone had left", "that nobody had moved", "as the guests arrived",
-    "while the staff watched", "on the second table", "in the corner of the room",
-    "after the last visitor left", "before anyone noticed",
+    "resting",
+    "nearby",
+    "again",
+    "today",
+    "quietly",
+    "untouched",
+    "as usual",
+    "for now",
+    "on the shelf",
+    "by the window",
+    "near the door",
+    "under the stairs",
+    "for a while",
+    "all morning",
+    "after lunch",
+    "in plain view",
+    "behind the counter",
+    "beside the sink",
+    "at the far end",
+    "next to the wall",
+    "on the top shelf",
+    "in the back room",
+    "where someone had left",
+    "that nobody had moved",
+    "as the guests arrived",
+    "while the staff watched",
+    "on the second table",
+    "in the corner of the room",
+    "after the last visitor left",
+    "before anyone noticed",
 ]
-CONNECTORS = {1: ["and"], 2: ["and also", "next to", "beside"], 3: ["and right beside", "sat next to"]}
+CONNECTORS = {
+    1: ["and"],
+    2: ["and also", "next to", "beside"],
+    3: ["and right beside", "sat next to"],
+}
 COPULAS = ["was", "looked", "seemed", "had become", "had turned", "had grown", "stayed"]
 OPENERS = {
     "start with a place": "Over here",
@@ -44,7 +71,7 @@ OPENERS = {
     "start with an adverb": "Curiously",
     "start with the weather": "Despite the weather",
     "start with a name": "Sam noted that",
-    "start with \"There\"": "There, plainly,",
+    'start with "There"': "There, plainly,",
     "start with a prepositional phrase": "Near the entrance",
 }
 
@@ -81,11 +108,20 @@ def grammar_words() -> frozenset[str]:
     """Every word the grammar itself may emit (kept out of the attribute and object pools)."""
     from bindkit.synth.text import words
 
-    text = " ".join([*PIECES, *[" ".join(v) for v in CONNECTORS.values()], *COPULAS,
-                     *OPENERS.values(), *read_lines("scenes.txt"), *read_lines("times.txt"),
-                     *read_lines("weather.txt"), *read_lines("registers.txt"),
-                     "a an the and there was were which that former latter first second "
-                     "respectively while in of one other its"])
+    text = " ".join(
+        [
+            *PIECES,
+            *[" ".join(v) for v in CONNECTORS.values()],
+            *COPULAS,
+            *OPENERS.values(),
+            *read_lines("scenes.txt"),
+            *read_lines("times.txt"),
+            *read_lines("weather.txt"),
+            *read_lines("registers.txt"),
+            "a an the and there was were which that former latter first second "
+            "respectively while in of one other its",
+        ]
+    )
     return frozenset(words(text))
 
 
@@ -112,15 +148,21 @@ class TemplateBackend:
         c = plan.construction
         banned = set(plan.banned)
         avoid = set(plan.avoid)
-        families = {f: [w for w in ws if w not in grammar_words() and w not in banned]
-                    for f, ws in _families().items()}
-        families = {f: ws for f, ws in families.items() if len(ws) >= 2}
+        families = _usable_families()
+        if banned:
+            families = {f: [w for w in ws if w not in banned] for f, ws in families.items()}
+            families = {f: ws for f, ws in families.items() if len(ws) >= 2}
         used: set[str] = set()
 
         def pick_object() -> str:
-            options = [o for o in object_pool() if o not in banned and o not in used]
-            fresh = [o for o in options if o not in avoid] or options
-            choice = rng.choice(fresh)
+            pool = object_pool()
+            for _ in range(20):  # rejection sampling: the pool is large, the exclusions few
+                choice = rng.choice(pool)
+                if choice not in banned and choice not in used and choice not in avoid:
+                    break
+            else:
+                options = [o for o in pool if o not in banned and o not in used]
+                choice = rng.choice([o for o in options if o not in avoid] or options)
             used.add(choice)
             return choice
 
@@ -128,8 +170,9 @@ class TemplateBackend:
             fam = family or rng.choice(sorted(families))
             options: list[str] = []
             if rng.random() < 0.6:  # mostly take the plan's least-used suggestions
-                options = [w for w in plan.suggestions.get(fam, []) if w in families[fam]
-                           and w not in used]
+                options = [
+                    w for w in plan.suggestions.get(fam, []) if w in families[fam] and w not in used
+                ]
             options = options or [w for w in families[fam] if w not in used]
             fresh = [w for w in options if w not in avoid] or options
             choice = rng.choice(fresh)
@@ -185,7 +228,9 @@ class TemplateBackend:
                     out += [_article(phrase[0]), *phrase]
                     continue
                 gap = gaps[i - 1]  # words between the previous object and this core phrase
-                connector = rng.choice(CONNECTORS[min(3, max(1, gap - 1))]).split() if gap >= 2 else []
+                connector = (
+                    rng.choice(CONNECTORS[min(3, max(1, gap - 1))]).split() if gap >= 2 else []
+                )
                 middle = filler(rng, gap - 1 - len(connector)) if gap >= 2 else []
                 phrase = [*attrs[o], o]
                 article = [_article(phrase[0])] if gap >= 1 else []
@@ -199,8 +244,9 @@ class TemplateBackend:
                 distance = rng.randint(lo, hi)
                 copula = rng.choice([c for c in COPULAS if len(c.split()) <= distance]).split()
                 room = distance - len(copula)
-                relative = ["which", "stood", *filler(rng, room - 2)] if room >= 3 else filler(
-                    rng, room)
+                relative = (
+                    ["which", "stood", *filler(rng, room - 2)] if room >= 3 else filler(rng, room)
+                )
                 if i:
                     out += ["and"]
                 out += ["the", o, *relative, *copula, attrs[o][0]]
@@ -209,21 +255,60 @@ class TemplateBackend:
         span = rng.randint(lo, hi)
         if plan.type == "deferred_bind_respective":
             middle = filler(rng, span - 1)
-            return ["the", first, "and", "the", second, *middle, "were", attrs[first][0], "and",
-                    attrs[second][0], "respectively"]
+            return [
+                "the",
+                first,
+                "and",
+                "the",
+                second,
+                *middle,
+                "were",
+                attrs[first][0],
+                "and",
+                attrs[second][0],
+                "respectively",
+            ]
         words_ = ("former", "latter") if rng.random() < 0.5 else ("first", "second")
-        head = ["the", words_[1], "was"] if plan.order == "second_first" else [
-            "the", words_[0], "was"]
+        head = (
+            ["the", words_[1], "was"] if plan.order == "second_first" else ["the", words_[0], "was"]
+        )
         middle = filler(rng, max(0, span - len(head)))
         assignments = (
-            ["the", words_[1], "was", attrs[second][0], "and", "the", words_[0], "was",
-             attrs[first][0]]
+            [
+                "the",
+                words_[1],
+                "was",
+                attrs[second][0],
+                "and",
+                "the",
+                words_[0],
+                "was",
+                attrs[first][0],
+            ]
             if plan.order == "second_first"
-            else ["the", words_[0], "was", attrs[first][0], "and", "the", words_[1], "was",
-                  attrs[second][0]]
+            else [
+                "the",
+                words_[0],
+                "was",
+                attrs[first][0],
+                "and",
+                "the",
+                words_[1],
+                "was",
+                attrs[second][0],
+            ]
         )
-        return ["there", "was", _article(first), first, "and", _article(second), second,
-                *middle, *assignments]
+        return [
+            "there",
+            "was",
+            _article(first),
+            first,
+            "and",
+            _article(second),
+            second,
+            *middle,
+            *assignments,
+        ]
 
     def _frame(
         self,
@@ -253,8 +338,15 @@ class TemplateBackend:
                 chosen[key] = options[key]
                 budget -= len(options[key])
         pad = filler(rng, budget) if budget > 0 else []
-        sentence = " ".join([*chosen.get("opener", []), *body, *pad, *extra,
-                             *chosen.get("context", chosen.get("scene", []))])
+        sentence = " ".join(
+            [
+                *chosen.get("opener", []),
+                *body,
+                *pad,
+                *extra,
+                *chosen.get("context", chosen.get("scene", [])),
+            ]
+        )
         sentence = sentence[0].upper() + sentence[1:] + "."
         if "register" in chosen:
             label = " ".join(chosen["register"])
@@ -263,7 +355,11 @@ class TemplateBackend:
 
 
 @cache
-def _families() -> dict[str, list[str]]:
+def _usable_families() -> dict[str, list[str]]:
+    """Adjective families without the grammar's own words."""
     from bindkit.synth.controls import adjective_families
 
-    return adjective_families()
+    families = {
+        f: [w for w in ws if w not in grammar_words()] for f, ws in adjective_families().items()
+    }
+    return {f: ws for f, ws in families.items() if len(ws) >= 2}

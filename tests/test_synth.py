@@ -1,0 +1,291 @@
+"""Synthetic binding data: template backend, validator rules, controls, resumable generation,
+splits and triplets."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bindkit.cli import main
+from bindkit.errors import BindkitError
+from bindkit.synth.backends.template import TemplateBackend
+from bindkit.synth.constructions import CONSTRUCTIONS
+from bindkit.synth.diversity import Controller
+from bindkit.synth.example import Example, complete
+from bindkit.synth.generate import EXAMPLES, REJECTED, generate
+from bindkit.synth.splits import no_overlap, read_examples, saber_words, split, write_splits
+from bindkit.synth.text import bag, permute_words
+from bindkit.synth.validate import RULES, validate_example, validate_file
+
+
+def make(attempt: int, seed: int = 0, controller: Controller | None = None) -> Example:
+    controller = controller or Controller()
+    plan = controller.plan(attempt, seed)
+    return complete(TemplateBackend(seed).produce(plan), random.Random(attempt))
+
+
+@pytest.fixture(scope="module")
+def by_type() -> dict[str, Example]:
+    found: dict[str, Example] = {}
+    attempt = 0
+    while len(found) < len(CONSTRUCTIONS):
+        ex = make(attempt)
+        found.setdefault(ex.type, ex)
+        attempt += 1
+    return found
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10_000), attempt=st.integers(0, 100_000))
+def test_template_examples_pass_the_validator(seed: int, attempt: int) -> None:
+    ex = make(attempt, seed)
+    assert validate_example(ex) == [], (ex.type, ex.positive)
+    for kind in ("attribute", "object"):
+        negative = ex.negatives[kind]
+        assert bag(negative) == bag(ex.positive)  # an exact word-level permutation
+        assert negative != ex.positive
+    assert ex.negatives["attribute"] != ex.negatives["object"]
+
+
+def test_every_type_has_the_seed_structure(by_type: dict[str, Example]) -> None:
+    cycle = by_type["triple_bind_cycle"]
+    assert not set(cycle.intended["attribute"]) & set(cycle.bindings)  # all three broken
+    swap = by_type["triple_bind_swap"]
+    assert len(set(swap.intended["attribute"]) & set(swap.bindings)) == 1  # one kept
+    assert len(set(swap.intended["object"]) & set(swap.bindings)) == 1
+    bundle = by_type["attr_bundle"]
+    assert len(bundle.bindings) == 4 and len(set(bundle.slots.values())) == 2  # type: ignore[union-attr]
+    assert len(set(bundle.intended["attribute"]) & set(bundle.bindings)) == 2  # one slot swapped
+    assert "respectively" in by_type["deferred_bind_respective"].positive
+    anaphoric = by_type["deferred_bind_anaphoric"].positive.lower()
+    assert "former" in anaphoric or "first" in anaphoric
+
+
+def test_article_repair_after_a_permutation() -> None:
+    text = "A red envelope lay beside an orange box."
+    swapped = permute_words(text, {"red": "orange", "orange": "red"})
+    assert swapped == "An orange envelope lay beside a red box."
+    moved = permute_words("She saw a cat and an owl.", {"cat": "owl", "owl": "cat"})
+    assert moved == "She saw an owl and a cat."
+
+
+def _set_positive(ex: Example, text: str) -> None:
+    ex.positive = text
+    complete(ex, random.Random(0))
+
+
+def plant(by_type: dict[str, Example], kind: str, mutate: Any) -> Example:
+    ex = copy.deepcopy(by_type[kind])
+    mutate(ex)
+    return ex
+
+
+CASES: list[tuple[str, str, Any]] = [
+    (
+        "single_word",
+        "pair_swap",
+        lambda ex: ex.bindings.__setitem__(0, ("very red", ex.bindings[0][1])),
+    ),
+    (
+        "distinct",
+        "pair_swap",
+        lambda ex: ex.bindings.__setitem__(1, (ex.bindings[0][0], ex.bindings[1][1])),
+    ),
+    (
+        "once",
+        "pair_swap",
+        lambda ex: setattr(ex, "positive", ex.positive + " " + ex.bindings[0][1]),
+    ),
+    ("query", "pair_swap", lambda ex: setattr(ex, "query", " ".join(reversed(ex.query.split())))),
+    (
+        "permutation",
+        "pair_swap",
+        lambda ex: ex.negatives.__setitem__("attribute", ex.negatives["attribute"] + " extra"),
+    ),
+    (
+        "negative_distinct",
+        "pair_swap",
+        lambda ex: ex.negatives.__setitem__("attribute", ex.positive),
+    ),
+    (
+        "moved_words",
+        "pair_swap",
+        lambda ex: ex.negatives.__setitem__(
+            "attribute",
+            permute_words(
+                ex.positive,
+                {ex.bindings[0][0]: ex.bindings[1][1], ex.bindings[1][1]: ex.bindings[0][0]},
+            ),
+        ),
+    ),
+    (
+        "bindings",
+        "triple_bind_cycle",
+        lambda ex: ex.intended.__setitem__("attribute", sorted(ex.bindings)),
+    ),
+    (
+        "article",
+        "pair_swap",
+        lambda ex: ex.negatives.__setitem__("object", _break_article(ex.negatives["object"])),
+    ),
+    ("structure", "pair_swap", lambda ex: _set_positive(ex, _separate(ex))),
+    (
+        "anaphora",
+        "deferred_bind_anaphoric",
+        lambda ex: _set_positive(
+            ex, ex.positive.replace("the former", "it", 1).replace("the first", "it", 1)
+        ),
+    ),
+    ("length", "pair_swap", lambda ex: ex.targets.__setitem__("length_band", [60, 70])),
+    ("distance", "pair_swap", lambda ex: ex.targets.__setitem__("distance_window", [40, 50])),
+]
+
+
+def _break_article(text: str) -> str:
+    words = text.split(" ")
+    for i, w in enumerate(words[:-1]):
+        if w.lower() in ("a", "an"):
+            words[i] = "an" if w.lower() == "a" else "a"
+            return " ".join(words)
+    raise AssertionError("no article")
+
+
+def _separate(ex: Example) -> str:
+    attribute, obj = ex.bindings[0]
+    return ex.positive.replace(f"{attribute} {obj}", f"{attribute} old {obj}", 1)
+
+
+@pytest.mark.parametrize(("rule", "kind", "mutate"), CASES, ids=[c[0] for c in CASES])
+def test_planted_violation(by_type: dict[str, Example], rule: str, kind: str, mutate: Any) -> None:
+    ex = plant(by_type, kind, mutate)
+    problems = validate_example(ex)
+    assert problems and problems[0].rule == rule, (problems, ex.positive)
+
+
+def test_every_rule_has_a_planted_case(tmp_path: Path, by_type: dict[str, Example]) -> None:
+    path = tmp_path / "mixed.jsonl"
+    rows = [json.dumps(by_type["pair_swap"].to_json()), "{not json", json.dumps({"id": "x"})]
+    path.write_text("\n".join(rows) + "\n")
+    checked, failures = validate_file(path)
+    assert checked == 3 and [f[2].rule for f in failures] == ["schema", "schema"]
+    assert {c[0] for c in CASES} | {"schema"} == set(RULES)
+
+
+def test_controller_caps_duplicates_and_suggestions(by_type: dict[str, Example]) -> None:
+    controller = Controller()
+    ex = by_type["pair_swap"]
+    assert controller.admit(ex) is None
+    controller.record(ex)
+    assert controller.admit(copy.deepcopy(ex)) == "duplicate_set"
+    word = ex.objects[0]
+    controller.counts[word] = 10
+    other = copy.deepcopy(by_type["predicative"])
+    other.bindings[0] = (other.bindings[0][0], word)
+    assert controller.admit(other) == "frequency_cap"
+    fresh = Controller()
+    fresh.counts[word] = 10
+    assert fresh.banned(2) == [word]
+    assert controller.cap(2) == 10 and controller.cap(4) == 10
+    controller.accepted = 2000
+    assert controller.cap(2) == pytest.approx(30) and controller.cap(4) == pytest.approx(60)
+    plan = controller.plan(0, 0)
+    assert len(plan.suggestions) == 19
+    assert all(controller.counts[w] == 0 for ws in plan.suggestions.values() for w in ws)
+    assert plan.avoid[: len(ex.vocabulary())] == sorted(ex.vocabulary(), reverse=True)
+
+
+def test_generation_is_resumable_without_duplicates_or_losses(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+
+    class Crashing(TemplateBackend):
+        calls = 0
+
+        def produce(self, plan: Any) -> Example:
+            Crashing.calls += 1
+            if Crashing.calls == 25:
+                raise KeyboardInterrupt
+            return super().produce(plan)
+
+    with pytest.raises(KeyboardInterrupt):
+        generate(out, 60, Crashing(seed=0), progress=False)
+    before = (out / EXAMPLES).read_text().splitlines()
+    assert 0 < len(before) < 60
+    with (out / EXAMPLES).open("a") as handle:  # a line cut short by the crash
+        handle.write('{"id": "ex-trunc')
+    _controller, stats = generate(out, 60, TemplateBackend(seed=0), progress=False)
+    lines = (out / EXAMPLES).read_text().splitlines()
+    ids = [json.loads(line)["id"] for line in lines]
+    assert len(lines) == 60 and len(set(ids)) == 60 and lines[: len(before)] == before
+    sets = [frozenset(Example.from_json(json.loads(x), "t").vocabulary()) for x in lines]
+    assert len(set(sets)) == 60
+    assert stats.resumed == len(before)
+    # a finished run is a no-op
+    generate(out, 60, TemplateBackend(seed=0), progress=False)
+    assert len((out / EXAMPLES).read_text().splitlines()) == 60
+
+
+def test_rejections_are_logged_with_their_rule(tmp_path: Path) -> None:
+    class Sloppy(TemplateBackend):
+        def produce(self, plan: Any) -> Example:
+            ex = super().produce(plan)
+            if plan.attempt % 3 == 0:
+                ex.positive += " " + ex.objects[0]  # the object appears twice
+            return ex
+
+    generate(tmp_path, 20, Sloppy(seed=1), progress=False)
+    rejected = [json.loads(x) for x in (tmp_path / REJECTED).read_text().splitlines()]
+    assert rejected and {r["rule"] for r in rejected} == {"once"}
+
+
+def test_splits_and_triplets(tmp_path: Path) -> None:
+    generate(tmp_path, 200, TemplateBackend(seed=2), progress=False)
+    counts = write_splits(tmp_path, seed=0)
+    examples = read_examples(tmp_path / EXAMPLES)
+    deferred = [ex for ex in examples if ex.type.startswith("deferred")]
+    rest = len(examples) - len(deferred)
+    assert counts["train"] == 2 * round(0.8 * rest)
+    assert counts["train"] + counts["val"] + counts["test"] == 2 * rest
+    assert counts["heldout_deferred_bind_anaphoric"] + counts[
+        "heldout_deferred_bind_respective"
+    ] == 2 * len(deferred)
+    row = json.loads((tmp_path / "train.jsonl").read_text().splitlines()[0])
+    assert set(row) == {"query", "positive", "negative", "type", "negative_kind"}
+    assert row["type"] not in ("deferred_bind_anaphoric", "deferred_bind_respective")
+    parts = split(examples, seed=0)
+    assert not {e.id for e in parts["train"]} & {e.id for e in parts["test"]}
+    assert split(examples, seed=0)["val"] == parts["val"]
+
+
+def test_no_overlap_filter() -> None:
+    words = saber_words(None)
+    assert "striped" in words and "teapot" in words
+    examples = [make(a) for a in range(40)]
+    kept = no_overlap(examples, words)
+    assert all(not ex.vocabulary() & words for ex in kept)
+    assert len(kept) < len(examples)
+
+
+def test_cli_generate_validate_and_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["synth", "generate", "--n", "30", "--out", str(tmp_path), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "30 examples" in out and "triplets: train" in out
+    assert main(["synth", "validate", str(tmp_path / EXAMPLES)]) == 0
+    with (tmp_path / EXAMPLES).open("a") as handle:
+        handle.write("{broken\n")
+    assert main(["synth", "validate", str(tmp_path / EXAMPLES)]) == 1
+    assert "[schema]" in capsys.readouterr().out
+    assert main(["synth", "generate", "--n", "0", "--out", str(tmp_path / "x")]) == 2
+    assert "--n 0: must be at least 1" in capsys.readouterr().err
+    with pytest.raises(BindkitError, match="--base-url"):
+        from bindkit.synth.backends.openai import OpenAIBackend
+
+        OpenAIBackend(model="m")
