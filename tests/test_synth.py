@@ -25,27 +25,25 @@ from bindkit.synth.text import bag, permute_words
 from bindkit.synth.validate import RULES, validate_example, validate_file
 
 
-def make(attempt: int, seed: int = 0, controller: Controller | None = None) -> Example:
-    controller = controller or Controller()
-    plan = controller.plan(attempt, seed)
+def make(attempt: int, seed: int = 0, kind: str | None = None) -> Example:
+    plan = Controller().plan(attempt, seed, kind)
     return complete(TemplateBackend(seed).produce(plan), random.Random(attempt))
 
 
 @pytest.fixture(scope="module")
 def by_type() -> dict[str, Example]:
-    found: dict[str, Example] = {}
-    attempt = 0
-    while len(found) < len(CONSTRUCTIONS):
-        ex = make(attempt)
-        found.setdefault(ex.type, ex)
-        attempt += 1
-    return found
+    return {kind: make(7, kind=kind) for kind in CONSTRUCTIONS}
 
 
 @settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 10_000), attempt=st.integers(0, 100_000))
-def test_template_examples_pass_the_validator(seed: int, attempt: int) -> None:
-    ex = make(attempt, seed)
+@given(
+    seed=st.integers(0, 10_000),
+    attempt=st.integers(0, 100_000),
+    kind=st.sampled_from(sorted(CONSTRUCTIONS)),
+)
+def test_template_examples_pass_the_validator(seed: int, attempt: int, kind: str) -> None:
+    ex = make(attempt, seed, kind)
+    assert ex.type == kind
     assert validate_example(ex) == [], (ex.type, ex.positive)
     for kind in ("attribute", "object"):
         negative = ex.negatives[kind]
@@ -231,6 +229,27 @@ def test_generation_is_resumable_without_duplicates_or_losses(tmp_path: Path) ->
     assert len((out / EXAMPLES).read_text().splitlines()) == 60
 
 
+def test_the_construction_mix_is_met_exactly(tmp_path: Path) -> None:
+    controller, _ = generate(tmp_path, 500, TemplateBackend(seed=3), progress=False)
+    assert dict(controller.by_type) == {
+        "pair_swap": 80,
+        "triple_bind_cycle": 80,
+        "triple_bind_swap": 80,
+        "attr_bundle": 80,
+        "predicative": 80,
+        "deferred_bind_anaphoric": 50,
+        "deferred_bind_respective": 50,
+    }
+    counts = write_splits(tmp_path)
+    assert counts == {
+        "train": 640,
+        "val": 80,
+        "test": 80,
+        "heldout_deferred_bind_anaphoric": 100,
+        "heldout_deferred_bind_respective": 100,
+    }
+
+
 def test_rejections_are_logged_with_their_rule(tmp_path: Path) -> None:
     class Sloppy(TemplateBackend):
         def produce(self, plan: Any) -> Example:
@@ -266,7 +285,7 @@ def test_splits_and_triplets(tmp_path: Path) -> None:
 def test_no_overlap_filter() -> None:
     words = saber_words(None)
     assert "striped" in words and "teapot" in words
-    examples = [make(a) for a in range(40)]
+    examples = [make(a, kind=sorted(CONSTRUCTIONS)[a % 7]) for a in range(40)]
     kept = no_overlap(examples, words)
     assert all(not ex.vocabulary() & words for ex in kept)
     assert len(kept) < len(examples)

@@ -20,6 +20,7 @@ pytest.importorskip("httpx")
 
 from bindkit.synth.backends.openai import OpenAIBackend, build_prompt, load_prompts
 from bindkit.synth.backends.template import TemplateBackend
+from bindkit.synth.constructions import CONSTRUCTIONS
 from bindkit.synth.diversity import Controller, Plan
 from bindkit.synth.generate import EXAMPLES, REJECTED, generate
 
@@ -132,8 +133,9 @@ def test_llm_backend_handles_good_malformed_slow_and_failing(server: str, tmp_pa
 def test_prompt_templates_fill_every_field() -> None:
     controller = Controller()
     templates = load_prompts()
-    for attempt in range(40):
-        plan = controller.plan(attempt, 0)
+    kinds = sorted(CONSTRUCTIONS)
+    for attempt in range(42):
+        plan = controller.plan(attempt, 0, kinds[attempt % len(kinds)])
         prompt = build_prompt(plan, templates)
         assert "{" not in prompt.split("Answer with JSON only")[0]
         assert f"{plan.length_band[0]} to {plan.length_band[1]} words" in prompt
