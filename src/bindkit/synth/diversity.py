@@ -50,6 +50,27 @@ class Plan:
         """The scene with its optional time-of-day and weather modifiers."""
         return " ".join(x for x in (self.scene, self.time, self.weather) if x)
 
+    def candidate(
+        self,
+        backend: str,
+        bindings: list[tuple[str, str]],
+        positive: str,
+        *,
+        slots: dict[str, str] | None = None,
+        distractors: list[tuple[str, str]] | None = None,
+    ) -> Example:
+        """A backend's answer to this plan as a candidate example (negatives come later)."""
+        return Example(
+            id=f"ex-{self.attempt:08d}",
+            type=self.type,
+            bindings=bindings,
+            positive=positive,
+            slots=slots,
+            distractors=distractors or [],
+            targets=self.targets(),
+            source={"backend": backend, "attempt": self.attempt},
+        )
+
     @property
     def construction(self) -> Construction:
         return CONSTRUCTIONS[self.type]

@@ -94,16 +94,7 @@ def parse_answer(content: str, plan: Plan) -> Example:
         raise Rejected("malformed", f"answer is not the requested JSON ({exc!r})") from exc
     if not positive or not bindings:
         raise Rejected("malformed", "answer lacks bindings or a positive")
-    return Example(
-        id=f"ex-{plan.attempt:08d}",
-        type=plan.type,
-        bindings=bindings,
-        positive=positive,
-        slots=slots,
-        distractors=distractors,
-        targets=plan.targets(),
-        source={"backend": "openai", "attempt": plan.attempt},
-    )
+    return plan.candidate("openai", bindings, positive, slots=slots, distractors=distractors)
 
 
 class OpenAIBackend:

@@ -190,16 +190,7 @@ class TemplateBackend:
         distractors = [(pick_attribute(), pick_object()) for _ in range(plan.distractors)]
         body = self._body(c.family, plan, rng, bindings, objects)
         text = self._frame(plan, rng, body, distractors)
-        return Example(
-            id=f"ex-{plan.attempt:08d}",
-            type=plan.type,
-            bindings=bindings,
-            positive=text,
-            slots=slots,
-            distractors=distractors,
-            targets=plan.targets(),
-            source={"backend": self.name, "attempt": plan.attempt},
-        )
+        return plan.candidate(self.name, bindings, text, slots=slots, distractors=distractors)
 
     # -- sentence bodies ----------------------------------------------------------------
     def _body(
@@ -273,31 +264,11 @@ class TemplateBackend:
             ["the", words_[1], "was"] if plan.order == "second_first" else ["the", words_[0], "was"]
         )
         middle = filler(rng, max(0, span - len(head)))
-        assignments = (
-            [
-                "the",
-                words_[1],
-                "was",
-                attrs[second][0],
-                "and",
-                "the",
-                words_[0],
-                "was",
-                attrs[first][0],
-            ]
-            if plan.order == "second_first"
-            else [
-                "the",
-                words_[0],
-                "was",
-                attrs[first][0],
-                "and",
-                "the",
-                words_[1],
-                "was",
-                attrs[second][0],
-            ]
-        )
+        first_ref = ["the", words_[0], "was", attrs[first][0]]
+        second_ref = ["the", words_[1], "was", attrs[second][0]]
+        if plan.order == "second_first":
+            first_ref, second_ref = second_ref, first_ref
+        assignments = [*first_ref, "and", *second_ref]
         return [
             "there",
             "was",
