@@ -308,3 +308,41 @@ def test_cli_generate_validate_and_errors(
         from bindkit.synth.backends.openai import OpenAIBackend
 
         OpenAIBackend(model="m")
+
+
+def test_a_killed_cli_run_resumes_to_the_target(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "killed"
+    command = [
+        sys.executable,
+        "-m",
+        "bindkit",
+        "synth",
+        "generate",
+        "--n",
+        "4000",
+        "--out",
+        str(out),
+        "-q",
+        "--no-splits",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        path = out / EXAMPLES
+        if path.exists() and path.stat().st_size > 50_000:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    partial = len((out / EXAMPLES).read_bytes().splitlines())
+    assert 0 < partial < 4000
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, timeout=120)
+    rows = [json.loads(x) for x in (out / EXAMPLES).read_text().splitlines()]
+    assert len(rows) == 4000
+    assert len({r["id"] for r in rows}) == 4000
+    assert len({(r["type"], frozenset(w for p in r["bindings"] for w in p)) for r in rows}) == 4000
