@@ -242,3 +242,36 @@ def test_cli_eval_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["report", str(tmp_path / "r"), "--out", str(tmp_path / "r.csv")]) == 0
     code = main(["eval", "--model", "bow", "--task", "sts", "--out", str(tmp_path / "r")])
     assert code == 2 and "--task sts needs --data" in capsys.readouterr().err
+
+
+def test_image_pairings_on_a_tiny_multimodal_model(tmp_path: Path, tiny_qwen2_vl: Path) -> None:
+    """All four pairings run end to end when the SABER directory has images."""
+    pil = pytest.importorskip("PIL.Image")
+    from bindkit.saber.build import generate_saber
+
+    data = tmp_path / "saber"
+    generate_saber(data, seed=5, per_n=2, n_max=3)
+    rows = [json.loads(x) for x in (data / "saber.jsonl").read_text().splitlines()]
+    (data / "images").mkdir()
+    rng = np.random.default_rng(0)
+    for row in rows:
+        for item in [row["query"], *row["candidates"]]:
+            name = f"images/{item['id']}.png"
+            pixels = (rng.random((32, 40, 3)) * 255).astype("uint8")
+            pil.fromarray(pixels).save(data / name)
+            item["image"] = name
+    (data / "saber.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (data / "manifest.json").unlink()  # the data changed after generation
+    records = evaluate(
+        [f"mllm:{tiny_qwen2_vl}"],
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        report=True,
+        verbose=False,
+    )
+    assert [r["pairing"] for r in records] == ["tt", "ti", "it", "ii"]
+    for record in records:
+        assert 0 <= record["scores"]["mcq_accuracy"] <= 1
+        assert record["counts"]["gallery"] == 4 * len(rows)
+    assert "I→I MCQ" in (tmp_path / "r" / "report.md").read_text()
