@@ -11,7 +11,7 @@ import pytest
 from bindkit.cli import main
 from bindkit.embed import load_embedder
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.evaluate import evaluate
+from bindkit.evaluation import evaluate
 from bindkit.metrics.retrieval import average_precision_dense
 from bindkit.results.report import write_report
 from bindkit.saber.build import SaberOptions, build_saber

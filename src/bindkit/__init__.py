@@ -28,6 +28,8 @@ _LAZY = {
     "list_backends": "bindkit.embed.registry",
     "EmbeddingCache": "bindkit.embed.cache",
     "ImageRef": "bindkit.embed.images",
+    "evaluate": "bindkit.evaluation",
+    "write_report": "bindkit.results.report",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -63,7 +63,7 @@ def register(commands: Any) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from bindkit.evaluate import evaluate
+    from bindkit.evaluation import evaluate
     from bindkit.results.report import build_tables, to_markdown
 
     records = evaluate(
