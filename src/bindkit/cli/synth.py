@@ -128,7 +128,7 @@ def _split(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from bindkit.synth.validate import RULES, validate_file
+    from bindkit.synth.validate import RULES, count_rules, validate_file
 
     checked, failures = validate_file(args.file)
     shown = failures if args.all else failures[:50]
@@ -141,9 +141,6 @@ def _validate(args: argparse.Namespace) -> int:
         f"{checked} examples, {checked - rejected_lines} valid, {rejected_lines} rejected",
         file=sys.stderr,
     )
-    counts: dict[str, int] = {}
-    for _, _, rejection in failures:
-        counts[rejection.rule] = counts.get(rejection.rule, 0) + 1
-    for rule, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+    for rule, n in count_rules(r for _, _, r in failures).most_common():
         print(f"  {rule:<18} {n:>7}  {RULES.get(rule, '')}", file=sys.stderr)
     return 1 if failures else 0

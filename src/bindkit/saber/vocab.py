@@ -118,10 +118,6 @@ class Vocabulary:
     def has_attribute(self, name: str) -> bool:
         return name in self._by_name
 
-    def max_n(self) -> int:
-        """The largest N an MCQ can have with this vocabulary."""
-        return min(len(self.objects), len(self.attributes))
-
     def check_supports(self, n_min: int, n_max: int) -> None:
         """Raise :class:`VocabularyError` unless MCQs with N in [n_min, n_max] can be built."""
         if len(self.objects) < n_max:

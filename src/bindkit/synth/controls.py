@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from bindkit.synth.constructions import CONSTRUCTIONS, Construction
+from bindkit.synth.constructions import Construction
 
 
 def _data(name: str) -> str:
@@ -41,12 +40,6 @@ def adjective_families() -> dict[str, list[str]]:
         elif current is not None:
             families[current] += line.split()
     return families
-
-
-@dataclass(frozen=True)
-class Targets:
-    length_band: tuple[int, int]
-    distance_window: tuple[int, int]
 
 
 def windows(construction: Construction) -> list[tuple[int, int]]:
@@ -90,7 +83,3 @@ def length_ok(count: int, band: tuple[int, int]) -> bool:
     """Whether a caption of ``count`` words fits ``band`` (with the validation tolerance)."""
     below, above = _tolerance()
     return band[0] - below <= count <= band[1] + above
-
-
-def construction(name: str) -> Construction:
-    return CONSTRUCTIONS[name]

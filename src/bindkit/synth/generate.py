@@ -145,7 +145,7 @@ def generate(
     out.mkdir(parents=True, exist_ok=True)
     controller, attempt, stats = resume(out)
     limit = max_attempts if max_attempts is not None else max(1000, 50 * n)
-    bar = _bar(n, controller.accepted, progress)
+    bar = _Bar(n, controller.accepted, progress)
     with (
         (out / EXAMPLES).open("a", encoding="utf-8") as good,
         (out / REJECTED).open("a", encoding="utf-8") as bad,
@@ -264,7 +264,3 @@ class _Bar:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-def _bar(total: int, start: int, enabled: bool) -> _Bar:
-    return _Bar(total, start, enabled)

@@ -33,16 +33,6 @@ def positions(tokens: Sequence[str], word: str) -> list[int]:
     return [i for i, t in enumerate(tokens) if t == word]
 
 
-def article_errors(text: str | list[str]) -> set[int]:
-    """Word indices of indefinite articles that disagree with the next word's pronunciation."""
-    tokens = words(text) if isinstance(text, str) else text
-    return {
-        i
-        for i in range(len(tokens) - 1)
-        if tokens[i] in ("a", "an") and indefinite_article(tokens[i + 1]) != tokens[i]
-    }
-
-
 def substitute(text: str, replacements: Mapping[int, str]) -> str:
     """Replace word tokens by index; capitalisation of a replaced word follows the original."""
     spans = word_spans(text)
