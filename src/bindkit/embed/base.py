@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -37,7 +38,7 @@ def text_key(text: str) -> str:
     return "txt:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class BaseEmbedder:
+class BaseEmbedder(ABC):
     """Implements :class:`~bindkit.embed.protocol.Embedder` around two per-batch hooks.
 
     Subclasses set ``modalities`` and implement :meth:`describe`, :meth:`_encode_texts` and/or
@@ -65,8 +66,10 @@ class BaseEmbedder:
         self._fingerprint: str | None = None
 
     # -- what subclasses provide -------------------------------------------------------------
+    @abstractmethod
     def describe(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """Everything besides role and instruction that changes a vector (hashed into the
+        fingerprint and written into result files)."""
 
     def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:
         """Everything besides the input that the model sees for this role and instruction."""
