@@ -10,7 +10,7 @@ from typing import Any
 
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError
-from bindkit.results.store import Policy, decide, result_path, write_result
+from bindkit.results.store import Policy, result_path, reusable, write_result
 from bindkit.tasks.base import METRICS_VERSION, get_task, parse_pairings
 
 
@@ -68,6 +68,11 @@ def evaluate(
                 f"(available: {','.join(available) or 'none'}); image pairings need images in the "
                 "data and a model that embeds images"
             )
+        model_record = {
+            "spec": spec,
+            "fingerprint": embedder.fingerprint,
+            "description": embedder.describe(),  # once per model: it may digest weight files
+        }
         for pairing in chosen:
             options = {"query_instruction": query_instruction}
             provenance = {
@@ -79,12 +84,9 @@ def evaluate(
                 "metrics_version": METRICS_VERSION,
             }
             path = result_path(out, spec, task_impl.name, dataset.name, pairing)
-            if decide(path, provenance, overwrite) == "skip":
-                from bindkit.results.store import read_result
-
-                record = read_result(path)
-                assert record is not None
-                records.append(record)
+            existing = reusable(path, provenance, overwrite)
+            if existing is not None:
+                records.append(existing)
                 _say(verbose, f"{spec} {task_impl.name} {pairing}: up to date ({path})")
                 continue
             start = time.perf_counter()
@@ -94,11 +96,7 @@ def evaluate(
             record = write_result(
                 path,
                 provenance=provenance,
-                model={
-                    "spec": spec,
-                    "fingerprint": embedder.fingerprint,
-                    "description": embedder.describe(),
-                },
+                model=model_record,
                 data={"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256},
                 result=result,
                 seconds=time.perf_counter() - start,

@@ -94,10 +94,11 @@ class BaseEmbedder(ABC):
     @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            blob = canonical_json(self.describe()).encode("utf-8")
-            self._fingerprint = hashlib.sha256(blob).hexdigest()[:24]
+            # describe() may digest weight files: call it once
+            description = canonical_json(self.describe())
+            self._fingerprint = hashlib.sha256(description.encode("utf-8")).hexdigest()[:24]
             if self.cache is not None:
-                self.cache.register(self._fingerprint, self.spec, canonical_json(self.describe()))
+                self.cache.register(self._fingerprint, self.spec, description)
         return self._fingerprint
 
     def embed_texts(

@@ -48,23 +48,23 @@ def read_result(path: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and record.get("schema") == SCHEMA else None
 
 
-def decide(path: Path, provenance: dict[str, Any], policy: Policy) -> Literal["skip", "compute"]:
-    """Whether to compute the result at ``path`` under ``policy``."""
+def reusable(path: Path, provenance: dict[str, Any], policy: Policy) -> dict[str, Any] | None:
+    """The existing record at ``path`` if ``policy`` keeps it, else None (compute it)."""
     if policy not in POLICIES:
         raise BindkitError(f"--overwrite {policy!r}: use one of {', '.join(POLICIES)}")
     if policy == "always":
-        return "compute"
+        return None
     existing = read_result(path)
     if existing is None:
-        return "compute"
+        return None
     if existing.get("provenance") == provenance:
-        return "skip"
+        return existing
     if policy == "never":
         raise BindkitError(
             f"{path}: exists but was produced by another model, data or options; "
             "pass --overwrite only-missing or always to replace it"
         )
-    return "compute"
+    return None
 
 
 def write_result(
