@@ -1,8 +1,9 @@
 """The ``bindkit`` command: a thin layer over the library, one module per command group.
 
-Each group module exposes ``register(subparsers)``, which adds its sub-commands and binds each to
-a handler ``(args) -> int``. :func:`main` turns any :class:`~bindkit.errors.BindkitError` into one
-line on stderr and exit status 2.
+Each group module in this package exposes ``register(subparsers)``, which adds its sub-commands
+and binds each to a handler ``(args) -> int``; a new command group is one new module here.
+:func:`main` turns any :class:`~bindkit.errors.BindkitError` into one line on stderr and exit
+status 2.
 """
 
 from __future__ import annotations
@@ -13,7 +14,19 @@ from collections.abc import Sequence
 
 from bindkit.errors import BindkitError
 
-_GROUPS = ("bindkit.cli.saber", "bindkit.cli.eval", "bindkit.cli.synth", "bindkit.cli.models")
+# Listed order is the order of `bindkit --help`; any other module here with `register` follows.
+_FIRST = ("saber", "eval", "synth", "models")
+
+
+def _group_modules() -> list[str]:
+    import pkgutil
+
+    import bindkit.cli
+
+    found = sorted(
+        m.name for m in pkgutil.iter_modules(bindkit.cli.__path__) if not m.name.startswith("_")
+    )
+    return [name for name in _FIRST if name in found] + [n for n in found if n not in _FIRST]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,8 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"bindkit {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for name in _GROUPS:
-        import_module(name).register(commands)
+    for name in _group_modules():
+        module = import_module(f"bindkit.cli.{name}")
+        if hasattr(module, "register"):
+            module.register(commands)
     return parser
 
 

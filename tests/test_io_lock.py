@@ -1,0 +1,53 @@
+"""Atomic writes keep normal file modes; a directory lock refuses a second live writer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bindkit._io import atomic_write_text
+from bindkit._lock import LOCK_NAME, LockedError, directory_lock
+
+
+def test_atomic_write_follows_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "a.txt", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644
+
+
+def test_lock_refuses_a_second_writer_and_names_the_holder(tmp_path: Path) -> None:
+    with directory_lock(tmp_path, "first"):
+        assert (tmp_path / LOCK_NAME).exists()
+        with (
+            pytest.raises(LockedError, match=rf"first \(PID {os.getpid()}\)"),
+            directory_lock(tmp_path, "second"),
+        ):
+            pass
+    assert not (tmp_path / LOCK_NAME).exists()
+    with directory_lock(tmp_path, "again"):
+        pass
+
+
+def test_a_stale_lock_from_a_dead_process_is_taken_over(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead = int(proc.stdout)
+    import json
+    import socket
+
+    (tmp_path / LOCK_NAME).write_text(
+        json.dumps({"pid": dead, "host": socket.gethostname(), "command": "x"})
+    )
+    with directory_lock(tmp_path, "new") as path:
+        assert json.loads(path.read_text())["pid"] == os.getpid()
