@@ -20,6 +20,20 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     patch.undo()
 
 
+@pytest.fixture
+def float32_exact() -> Iterator[None]:
+    """Exact float32 on every device: no TF32 in matmuls or cuDNN convolutions (on by default
+    for convolutions, e.g. the Qwen-VL patch embedding), so batched and one-by-one results
+    agree to float32 rounding on a GPU as on a CPU. Tests also load models with
+    ``dtype="float32"`` (bfloat16 is the CUDA default)."""
+    torch = pytest.importorskip("torch")
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
 @pytest.fixture(scope="session")
 def tiny_qwen2_vl(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")

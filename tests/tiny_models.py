@@ -17,7 +17,7 @@ SPECIAL_TOKENS = [
     "<|image_pad|>",  # 5
     "<|video_pad|>",  # 6
 ]
-# The Qwen2-VL chat template's structure (system/user/assistant turns, image placeholders).
+# The Qwen3-VL chat template's structure (system/user/assistant turns, image placeholders).
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
     "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
@@ -25,6 +25,15 @@ CHAT_TEMPLATE = (
     "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
     "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}"
     "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+# Qwen2-VL's and Qwen2.5-VL's: the same, plus the line that injects a default system prompt
+# before a conversation that starts with a user turn (copied from their chat_template).
+QWEN2_VL_INJECTION = (
+    "{% if loop.first and message['role'] != 'system' %}<|im_start|>system\n"
+    "You are a helpful assistant.<|im_end|>\n{% endif %}"
+)
+QWEN2_VL_CHAT_TEMPLATE = CHAT_TEMPLATE.replace(
+    "{% for message in messages %}", "{% for message in messages %}" + QWEN2_VL_INJECTION
 )
 CORPUS = [
     "A striped cube and a transparent kite.",
@@ -34,7 +43,7 @@ CORPUS = [
 ]
 
 
-def build_tokenizer(out: Path) -> None:
+def build_tokenizer(out: Path, chat_template: str | None = CHAT_TEMPLATE) -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -52,7 +61,7 @@ def build_tokenizer(out: Path) -> None:
         tokenizer_object=tokenizer,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
-        chat_template=CHAT_TEMPLATE,
+        chat_template=chat_template,
     ).save_pretrained(out)
 
 
@@ -94,7 +103,7 @@ def build_qwen2_vl(out: Path, seed: int = 0) -> Path:
     )
     torch.manual_seed(seed)
     Qwen2VLForConditionalGeneration(config).save_pretrained(out)
-    build_tokenizer(out)
+    build_tokenizer(out, QWEN2_VL_CHAT_TEMPLATE)
     Qwen2VLImageProcessorPil(
         patch_size=14, merge_size=1, temporal_patch_size=2, min_pixels=28 * 28, max_pixels=56 * 56
     ).save_pretrained(out)

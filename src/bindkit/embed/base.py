@@ -1,21 +1,28 @@
 """The shared embedding pipeline: dedup, cache, length-sorted batches, OOM back-off, progress,
-multi-process sharding, L2 normalisation. Backends implement only ``_encode_*`` on one batch."""
+multi-process sharding, L2 normalisation. Backends implement only ``_encode_*`` on one batch.
+
+The cache is written batch by batch on a background thread (its own SQLite connection), so the
+model never waits for the disk and a killed run loses at most the batches in flight.
+"""
 
 from __future__ import annotations
 
+import copy
 import hashlib
-import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
 
 from bindkit._io import canonical_json
+from bindkit._progress import progress as progress_bar
+from bindkit._progress import progress_enabled
 from bindkit.embed import distributed
 from bindkit.embed.cache import EmbeddingCache
-from bindkit.embed.images import ImageInput, content_key, load_image
+from bindkit.embed.images import ImageInput, ImagePolicy, content_key, load_image
 from bindkit.embed.protocol import ROLES, Modality, Role
 from bindkit.errors import BindkitError
 
@@ -41,35 +48,51 @@ def text_key(text: str) -> str:
 class BaseEmbedder(ABC):
     """Implements :class:`~bindkit.embed.protocol.Embedder` around two per-batch hooks.
 
-    Subclasses set ``modalities`` and implement :meth:`describe`, :meth:`_encode_texts` and/or
+    Subclasses set ``modalities`` and implement :meth:`_describe`, :meth:`_encode_texts` and/or
     :meth:`_encode_images`, and :meth:`prompt_key` when roles or instructions change the input.
+    Without an explicit ``batch_size`` the first call asks :meth:`suggested_batch_size`.
     """
 
     modalities: frozenset[Modality] = frozenset({"text"})
+    #: how image files become pixels (EXIF, transparency); recorded in :meth:`describe`
+    image_policy: ImagePolicy = ImagePolicy()
 
     def __init__(
         self,
         *,
         spec: str,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         cache: EmbeddingCache | None = None,
         progress: bool | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise BindkitError(f"batch_size {batch_size}: must be at least 1")
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
+            raise BindkitError(f"batch_size={batch_size!r}: use a whole number of at least 1")
         self.spec = spec
-        self.batch_size = batch_size
+        self.batch_size = batch_size or 32
+        self._batch_size_chosen = batch_size is not None
         self.cache = cache
-        env = os.environ.get("BINDKIT_PROGRESS")
-        self.progress = progress if progress is not None else env not in ("0", "false")
+        self.progress = progress_enabled(progress)
         self.stats = {"embedded": 0, "cached": 0, "duplicates": 0}
         self._fingerprint: str | None = None
+        self._description: dict[str, Any] | None = None
 
     # -- what subclasses provide -------------------------------------------------------------
     @abstractmethod
+    def _describe(self) -> dict[str, Any]:
+        """Everything besides role and instruction that changes a vector."""
+
+    def suggested_batch_size(self) -> int:
+        """The batch size used when the caller gives none (backends tune it per device)."""
+        return 32
+
     def describe(self) -> dict[str, Any]:
         """Everything besides role and instruction that changes a vector (hashed into the
-        fingerprint and written into result files)."""
+        fingerprint and written into result files). Computed once: it may digest weight files."""
+        if self._description is None:
+            self._description = self._describe()
+        return copy.deepcopy(self._description)
 
     def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:
         """Everything besides the input that the model sees for this role and instruction."""
@@ -132,7 +155,7 @@ class BaseEmbedder(ABC):
             keys=[content_key(im) for im in images],
             lengths=[0] * len(images),
             encode=lambda batch: self._encode_images(
-                [load_image(im) for im in batch], role, instruction
+                [load_image(im, self.image_policy) for im in batch], role, instruction
             ),
             prompt=self.prompt_key("image", role, instruction),
             what="images",
@@ -174,12 +197,18 @@ class BaseEmbedder(ABC):
         missing.sort(key=lambda k: -lengths[first[k]])
         rank, size = distributed.world()
         mine = distributed.shard(missing, rank, size) if size > 1 else missing
-        computed = self._encode_all([inputs[first[k]] for k in mine], mine, encode, what)
+        writer = _CacheWriter(self.cache, self.fingerprint, prompt_hash)
+        try:
+            computed = self._encode_all(
+                [inputs[first[k]] for k in mine], mine, encode, what, writer.put
+            )
+        except BaseException:
+            writer.close(raise_errors=False)  # what was embedded before the failure stays
+            raise
+        writer.close()
         if size > 1:
             computed = distributed.gather(computed)
         self.stats["embedded"] += len(mine)
-        if self.cache is not None and computed and rank == 0:
-            self.cache.put_many(self.fingerprint, prompt_hash, computed)
         vectors = {**found, **computed}
         return np.stack([vectors[key] for key in keys]).astype(np.float32, copy=False)
 
@@ -189,56 +218,96 @@ class BaseEmbedder(ABC):
         keys: list[str],
         encode: Callable[[list[T]], np.ndarray],
         what: str,
+        store: Callable[[dict[str, np.ndarray]], None] | None = None,
     ) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         if not items:
             return out
+        if not self._batch_size_chosen:
+            self.batch_size = max(1, int(self.suggested_batch_size()))
+            self._batch_size_chosen = True
         enabled = self.progress and len(items) > self.batch_size
-        bar = _progress(len(items), f"embedding {what} ({self.spec})", enabled)
+        bar = progress_bar(len(items), f"embedding {what} ({self.spec})", enabled=enabled)
         start, batch_size = 0, self.batch_size
-        while start < len(items):
-            batch = items[start : start + batch_size]
-            try:
-                vectors = l2_normalize(encode(batch))
-            except Exception as exc:  # back off on out-of-memory, re-raise anything else
-                if not is_out_of_memory(exc) or batch_size == 1:
-                    raise
-                _free_accelerator_memory()
-                batch_size = max(1, batch_size // 2)
-                print(
-                    f"bindkit: out of memory at batch size {len(batch)}; "
-                    f"retrying with {batch_size}",
-                    file=sys.stderr,
-                )
-                continue
-            if len(vectors) != len(batch):
-                raise RuntimeError(
-                    f"backend returned {len(vectors)} vectors for {len(batch)} inputs"
-                )
-            for key, vector in zip(keys[start : start + len(batch)], vectors, strict=True):
-                out[key] = vector
-            start += len(batch)
-            bar.update(len(batch))
-        bar.close()
+        try:
+            while start < len(items):
+                batch = items[start : start + batch_size]
+                try:
+                    vectors = l2_normalize(encode(batch))
+                except Exception as exc:  # back off on out-of-memory, re-raise anything else
+                    if not is_out_of_memory(exc) or batch_size == 1:
+                        raise
+                    _free_accelerator_memory()
+                    batch_size = max(1, batch_size // 2)
+                    print(
+                        f"bindkit: out of memory at batch size {len(batch)}; "
+                        f"retrying with {batch_size}",
+                        file=sys.stderr,
+                    )
+                    continue
+                if len(vectors) != len(batch):
+                    raise RuntimeError(
+                        f"backend returned {len(vectors)} vectors for {len(batch)} inputs"
+                    )
+                done = dict(zip(keys[start : start + len(batch)], vectors, strict=True))
+                out.update(done)
+                if store is not None:
+                    store(done)
+                start += len(batch)
+                bar.update(len(batch))
+        finally:
+            bar.close()
         self.batch_size = batch_size  # remember what fits
         return out
+
+
+class _CacheWriter:
+    """Stores each finished batch in the cache on one background thread, in order.
+
+    The thread opens its own connection to the cache file (SQLite connections stay in the thread
+    that made them); :meth:`close` waits for every pending write and re-raises the first error.
+    """
+
+    def __init__(self, cache: EmbeddingCache | None, model: str, prompt: str) -> None:
+        self.cache, self.model, self.prompt = cache, model, prompt
+        self._pool: ThreadPoolExecutor | None = None
+        self._own: EmbeddingCache | None = None
+        self._pending: list[Future[None]] = []
+
+    def put(self, vectors: dict[str, np.ndarray]) -> None:
+        if self.cache is None or not vectors:
+            return
+        if str(self.cache.path) == ":memory:":  # a second connection would see another database
+            self.cache.put_many(self.model, self.prompt, vectors)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bindkit-cache")
+        self._pending.append(self._pool.submit(self._write, vectors))
+        self._pending = [f for f in self._pending if not f.done() or f.exception() is not None]
+
+    def _write(self, vectors: dict[str, np.ndarray]) -> None:
+        assert self.cache is not None
+        if self._own is None:
+            self._own = EmbeddingCache(self.cache.path)
+        self._own.put_many(self.model, self.prompt, vectors)
+
+    def close(self, *, raise_errors: bool = True) -> None:
+        if self._pool is None:
+            return
+        try:
+            for future in self._pending:
+                error = future.exception()
+                if error is not None and raise_errors:
+                    raise error
+        finally:
+            if self._own is not None:
+                own, self._own = self._own, None
+                self._pool.submit(own.close).result()
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
 
 def _free_accelerator_memory() -> None:
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         torch.cuda.empty_cache()
-
-
-class _NoBar:
-    def update(self, _n: int) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def _progress(total: int, desc: str, enabled: bool) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="input", leave=False)

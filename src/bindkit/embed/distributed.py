@@ -17,8 +17,9 @@ def world() -> tuple[int, int]:
 
 
 def shard(items: list[T], rank: int, size: int) -> list[T]:
-    """Contiguous, nearly equal split of ``items`` (length-sorted, so shards cost about the same
-    when interleaved): process ``rank`` takes every ``size``-th item starting at ``rank``."""
+    """Interleaved, nearly equal split of ``items``: process ``rank`` takes every ``size``-th item
+    starting at ``rank``. The items are sorted longest first, so interleaving gives every shard
+    about the same cost (a contiguous split would give one process all the long inputs)."""
     return items[rank::size]
 
 

@@ -7,6 +7,7 @@ to the image's patch count.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,8 @@ from bindkit.embed.protocol import Role
 from bindkit.errors import BindkitError
 
 IMAGE_PLACEHOLDER = "<|vision_start|><|image_pad|><|vision_end|>"
+#: VLM2Vec's ``VLM_IMAGE_TOKENS[QWEN2_VL]``: no vision_start/end around it
+BARE_IMAGE_PLACEHOLDER = "<|image_pad|>"
 QWEN3_VL_EMBEDDING_DEFAULT = "Represent the user's input."
 GME_DEFAULT = "You are a helpful assistant."
 REPRESENTATION_PROMPT = "Represent the given text/image in one word."
@@ -23,12 +26,17 @@ Message = dict[str, Any]
 def qwen3_vl_embedding_messages(
     text: str | None, has_image: bool, instruction: str | None
 ) -> list[Message]:
-    """Qwen3-VL-Embedding: the instruction is the system message (default "Represent the user's
-    input."; a period is appended when it lacks final punctuation); user content is images,
-    then text."""
-    system = (instruction or QWEN3_VL_EMBEDDING_DEFAULT).strip()
-    if system and system[-1] not in ".?!。？！":
+    """Qwen3-VL-Embedding: the instruction is the system message; user content is images, then
+    text.
+
+    As the reference's ``format_instruction``: the caller's instruction is stripped, a period is
+    appended unless it ends in a Unicode punctuation character (category ``P*``, so ``:``, ``)``
+    and ``…`` count), and a blank one falls back to "Represent the user's input."
+    """
+    system = (instruction or "").strip()
+    if system and not unicodedata.category(system[-1]).startswith("P"):
         system += "."
+    system = system or QWEN3_VL_EMBEDDING_DEFAULT
     content: list[dict[str, str]] = []
     if has_image:
         content.append({"type": "image"})
@@ -51,19 +59,33 @@ def gme_prompt(text: str | None, has_image: bool, role: Role, instruction: str |
     )
 
 
-def vlm2vec_prompt(text: str | None, has_image: bool, role: Role, instruction: str | None) -> str:
-    """VLM2Vec (Qwen2-VL backbone), MMEB style: no chat template; the image token first, then the
-    instruction and the text ("<image>\\nRepresent the given image with the following question:
-    ..."). Without an instruction, images get "Represent the given image." and texts stand alone."""
+def vlm2vec_prompt(
+    text: str | None,
+    has_image: bool,
+    role: Role,
+    instruction: str | None,
+    *,
+    trailing_newline: bool = True,
+) -> str:
+    """VLM2Vec (Qwen2-VL backbone), MMEB eval format: no chat template, a bare ``<|image_pad|>``
+    first, then the instruction and the text.
+
+    Image query ``"<|image_pad|>\\n{inst} {text}\\n"``, image candidate
+    ``"<|image_pad|>\\nRepresent the given image.\\n"``, text query ``"{inst} {text}\\n"``,
+    text candidate the raw text. With ``trailing_newline`` (the MMEB default) the pooled token
+    is that final newline; without it, the last content token (VLM2Vec's demo scripts).
+    """
     parts = []
     if has_image:
-        parts.append(IMAGE_PLACEHOLDER + "\n")
+        parts.append(BARE_IMAGE_PLACEHOLDER + "\n")
     if instruction:
         parts.append(instruction.rstrip() + (" " if text else ""))
     elif has_image and not text:
         parts.append("Represent the given image.")
     if text:
         parts.append(text)
+    if trailing_newline and (has_image or instruction):
+        parts.append("\n")
     return "".join(parts)
 
 
@@ -73,13 +95,17 @@ class Layout:
 
     Attributes:
         system: roles whose input is preceded by the system prompt ``system_prompt``.
-        user: roles whose user message starts with an instruction (the caller's, or the
-            representation prompt when the caller gives none and no system prompt carries it).
+        user: roles whose user message starts with an instruction: the caller's, else
+            ``user_prompt`` (the seed's query-side reinforcement, "+ Q-Rein.").
+
+    The user instruction comes before the input, as in the seed's I_query = [I_sys; I_user; x]:
+    ``"I_user\\nx"`` for a text, and ``I_user``, a newline, then the image for an image.
     """
 
     system: frozenset[Role]
     user: frozenset[Role]
     system_prompt: str = REPRESENTATION_PROMPT
+    user_prompt: str = REPRESENTATION_PROMPT
 
     def messages(
         self, text: str | None, has_image: bool, role: Role, instruction: str | None
@@ -90,17 +116,17 @@ class Layout:
                 {"role": "system", "content": [{"type": "text", "text": self.system_prompt}]}
             )
         content: list[dict[str, str]] = []
+        user_instruction = (instruction or self.user_prompt) if role in self.user else None
         if has_image:
-            content.append({"type": "image"})
-        words = []
-        if role in self.user:
-            user_instruction = instruction or (None if role in self.system else self.system_prompt)
             if user_instruction:
-                words.append(user_instruction)
-        if text:
-            words.append(text)
-        if words:
-            content.append({"type": "text", "text": "\n".join(words)})
+                content.append({"type": "text", "text": user_instruction + "\n"})
+            content.append({"type": "image"})
+            if text:
+                content.append({"type": "text", "text": text})
+        else:
+            words = [w for w in (user_instruction, text) if w]
+            if words:
+                content.append({"type": "text", "text": "\n".join(words)})
         messages.append({"role": "user", "content": content})
         return messages
 
@@ -132,6 +158,7 @@ def make_layout(
     system: str | None = None,
     user: str | None = None,
     system_prompt: str | None = None,
+    user_prompt: str | None = None,
 ) -> Layout:
     """A named layout, optionally with ``system``/``user`` sides overridden (none|q|d|qd)."""
     if name not in LAYOUTS:
@@ -141,4 +168,5 @@ def make_layout(
         system=_sides(system or default_system, "system"),
         user=_sides(user or default_user, "user"),
         system_prompt=system_prompt or REPRESENTATION_PROMPT,
+        user_prompt=user_prompt or REPRESENTATION_PROMPT,
     )

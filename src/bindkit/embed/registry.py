@@ -137,7 +137,12 @@ class Spec:
             key, eq, value = part.partition("=")
             if not eq or not key:
                 raise BindkitError(f"model spec {spec!r}: option {part!r} must look like KEY=VALUE")
-            options[key.replace("-", "_")] = value
+            key = key.replace("-", "_")
+            if key in options:
+                raise BindkitError(
+                    f"model spec {spec!r}: option {key!r} is given twice; keep one {key}=VALUE"
+                )
+            options[key] = value
         return cls(name.strip(), arg if sep else None, options)
 
 

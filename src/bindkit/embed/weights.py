@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from bindkit.errors import BindkitError
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
 _SAMPLE = 1 << 20
@@ -61,3 +66,58 @@ def _hub_revision(repo_id: str) -> str | None:
     except Exception:
         return None
     return snapshot.name
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def cached_hub_models() -> list[str]:
+    """Ids of the models in the local Hugging Face cache (no network)."""
+    try:
+        from huggingface_hub import scan_cache_dir
+
+        return sorted(r.repo_id for r in scan_cache_dir().repos if r.repo_type == "model")
+    except Exception:  # no cache directory yet, or an unreadable one
+        return []
+
+
+def require_checkpoint(name: str, prefix: str, known: Sequence[str] = ()) -> None:
+    """Fail within seconds, with close matches, when ``name`` is neither a local directory nor
+    a cached hub snapshot, nor (when online) a model the hub knows.
+
+    Without this, a typo such as ``st:defualt`` costs about 90 s of download retries before
+    the library gives up. ``known`` are extra names worth suggesting (``default``).
+    """
+    if Path(name).expanduser().exists():
+        return
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub.errors import HFValidationError
+    except ImportError:  # pragma: no cover - transformers always brings huggingface_hub
+        return
+    try:
+        cached = try_to_load_from_cache(name, "config.json")
+    except HFValidationError as exc:
+        raise BindkitError(
+            f"{prefix}:{name}: not a local directory and not a valid hub id ({exc}); "
+            "check the spelling"
+        ) from exc
+    if isinstance(cached, str):
+        return
+    reason = "the hub is off (HF_HUB_OFFLINE)"
+    if not _offline():
+        try:
+            from huggingface_hub import model_info
+
+            model_info(name, timeout=10)
+            return  # the hub has it: the loader downloads it
+        except Exception as exc:  # unreachable hub, unknown repo, gated repo: all mean "no"
+            reason = f"the hub did not answer ({type(exc).__name__})"
+    candidates = [*known, *cached_hub_models()]
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(f'{prefix}:{c}' for c in close)}? " if close else ""
+    raise BindkitError(
+        f"{prefix}:{name}: not a local directory and not in the Hugging Face cache, and {reason}; "
+        f"{hint}give a local model directory or download the model first"
+    )

@@ -50,6 +50,9 @@ class TorchEmbedder(BaseEmbedder):
     def forward(self, batch: dict[str, Any]) -> Any:
         """A collated batch → pooled, L2-normalised embeddings (a differentiable tensor)."""
 
+    def suggested_batch_size(self) -> int:
+        return default_batch_size(self.device, self.module)
+
     def _encode(
         self, modality: Modality, inputs: list[Any], role: Role, instruction: str | None
     ) -> np.ndarray:
@@ -73,3 +76,19 @@ def normalize(vectors: Any) -> Any:
     import torch
 
     return torch.nn.functional.normalize(vectors, p=2, dim=-1)
+
+
+def default_batch_size(device: str, module: Any) -> int:
+    """Inputs per batch when the caller gives none: 32 on a CPU; on an accelerator, larger for
+    smaller models (sentence-transformers' own best on a GPU is 128-512 for MiniLM-size
+    encoders). Out-of-memory errors still halve it on the way."""
+    if not str(device).startswith(("cuda", "mps", "xpu")):
+        return 32
+    try:
+        parameters = sum(int(p.numel()) for p in module.parameters())
+    except (AttributeError, TypeError):
+        return 32
+    for limit, size in ((150_000_000, 256), (600_000_000, 128), (3_000_000_000, 32)):
+        if parameters < limit:
+            return size
+    return 8

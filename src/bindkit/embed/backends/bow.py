@@ -15,8 +15,10 @@ import numpy as np
 
 from bindkit.embed.base import BaseEmbedder
 from bindkit.embed.protocol import Modality, Role
+from bindkit.errors import BindkitError
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+MAX_DIM = 65_536
 
 
 class BagOfWordsEmbedder(BaseEmbedder):
@@ -25,11 +27,13 @@ class BagOfWordsEmbedder(BaseEmbedder):
     modalities = frozenset({"text"})
 
     def __init__(self, *, dim: int = 512, **kwargs: Any) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= MAX_DIM:
+            raise BindkitError(f"bow: dim={dim!r}: use a whole number from 1 to {MAX_DIM:,}")
         super().__init__(**kwargs)
-        self.dim = int(dim)
+        self.dim = dim
         self._vectors: dict[str, np.ndarray] = {}
 
-    def describe(self) -> dict[str, Any]:
+    def _describe(self) -> dict[str, Any]:
         return {"backend": "bow", "dim": self.dim, "tokenizer": _TOKEN.pattern, "version": 1}
 
     def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:

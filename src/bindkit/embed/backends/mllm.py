@@ -4,23 +4,43 @@ Qwen-VL-style chat model turned into an embedder by a prompt layout (``mllm:``).
 The embedding is the last layer's hidden state at the last non-padding position (found from the
 attention mask, so left and right padding give the same vector), L2-normalised; ``dim`` truncates
 it first (Matryoshka) and the pipeline re-normalises.
+
+Each reference family runs with its reference code's image pipeline and positions
+(:data:`FAMILY_DEFAULTS`; see docs/ARCHITECTURE.md and the README's Embedders section):
+
+- ``qwen3-vl-embedding``: one ``smart_resize`` (factor 32, 4,096..1,843,200 pixels) as
+  qwen-vl-utils ``fetch_image`` does, then the processor without its own resize; M-RoPE.
+- ``gme``: ``fetch_image``'s pre-resize (3,136..12,845,056 pixels) and then the processor's resize
+  to 200,704..1,003,520 pixels (256..1,280 tokens); 1-D positions, since the reference runs the
+  text-only decoder of transformers <= 4.51; ``max_length`` 1800.
+- ``vlm2vec``: the processor's resize with VLM2Vec's bounds (3,136..1,003,520), optionally after
+  the official eval's squash to ``square`` x ``square``; 1-D positions (a bare ``<|image_pad|>``
+  has no ``<|vision_start|>`` for M-RoPE to find).
+- ``mllm``: the checkpoint's own processor bounds; M-RoPE.
+
+The first three open images as qwen-vl-utils does (no EXIF transpose; RGBA composited on white
+for qwen3-vl-embedding and gme).
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from bindkit.embed import prompts
 from bindkit.embed.backends._torch import TorchEmbedder, normalize
+from bindkit.embed.images import ImagePolicy, ResizeStage
 from bindkit.embed.protocol import Modality, Role
-from bindkit.embed.weights import weights_identity
+from bindkit.embed.weights import require_checkpoint, weights_identity
 from bindkit.errors import BindkitError
 
 Family = Literal["qwen3-vl-embedding", "gme", "vlm2vec", "mllm"]
+Positions = Literal["1d", "mrope"]
 IMAGE_PAD = "<|image_pad|>"
 _SENTINEL = "\x00INPUT\x00"
 
@@ -36,18 +56,79 @@ def last_token_pool(hidden: Any, attention_mask: Any) -> Any:
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
 
 
+_PLAIN = ImagePolicy()
+_QWEN_VL_UTILS = ImagePolicy(exif=False, alpha_on_white=True)
+
+
+@dataclass(frozen=True)
+class FamilyDefaults:
+    """What a family's reference code does, where it differs from a plain chat checkpoint.
+
+    Attributes:
+        positions: ``1d`` (sequential position ids for every token, image patches included) or
+            ``mrope`` (the model's 3-D multimodal rotary positions).
+        stages: ``(min_pixels, max_pixels)`` of each ``smart_resize`` done before the image
+            processor (factor = patch size x merge size); the caller's min/max replace the last.
+        processor_resizes: Whether the image processor resizes again afterwards.
+        min_pixels, max_pixels: Bounds for the processor's own resize (None: the checkpoint's).
+        max_length: Token limit for text prompts.
+        policy: EXIF and transparency handling when opening image files.
+    """
+
+    positions: Positions = "mrope"
+    stages: tuple[tuple[int, int], ...] = ()
+    processor_resizes: bool = True
+    min_pixels: int | None = None
+    max_pixels: int | None = None
+    max_length: int = 8192
+    policy: ImagePolicy = _PLAIN
+
+
+FAMILY_DEFAULTS: dict[str, FamilyDefaults] = {
+    # Qwen3-VL-Embedding src/models/qwen3_vl_embedding.py: fetch_image, then do_resize=False
+    "qwen3-vl-embedding": FamilyDefaults(
+        stages=((4 * 32 * 32, 1800 * 32 * 32),), processor_resizes=False, policy=_QWEN_VL_UTILS
+    ),
+    # gme_inference.py: fetch_image (4..16384 tokens of 28 px), then the processor's 256..1280
+    "gme": FamilyDefaults(
+        positions="1d",
+        stages=((4 * 28 * 28, 16384 * 28 * 28), (256 * 28 * 28, 1280 * 28 * 28)),
+        processor_resizes=False,
+        max_length=1800,
+        policy=_QWEN_VL_UTILS,
+    ),
+    # VLM2Vec src/arguments.py: min_pixels 3136, max_pixels 1003520; images opened by PIL
+    "vlm2vec": FamilyDefaults(
+        positions="1d",
+        min_pixels=3136,
+        max_pixels=1003520,
+        policy=ImagePolicy(exif=False, alpha_on_white=False),
+    ),
+    "mllm": FamilyDefaults(),
+}
+
+
 class MLLMEmbedder(TorchEmbedder):
     """Qwen-VL-family embedder.
 
     Args:
-        name: Local directory or hub id of the checkpoint (tokenizer with a chat template,
+        name: Local directory or hub id of the checkpoint (tokenizer, a chat template in the
+            tokenizer or in ``chat_template.jinja``/``chat_template.json``,
             ``preprocessor_config.json`` for images).
         family: Prompt format: ``qwen3-vl-embedding``, ``gme``, ``vlm2vec`` or ``mllm``.
         layout: For ``mllm``: ``none``, ``user``, ``system`` or ``hierarchical`` (default), with
-            ``system``/``user`` side overrides (none|q|d|qd) and ``system_prompt``.
+            ``system``/``user`` side overrides (none|q|d|qd), ``system_prompt`` and
+            ``user_prompt`` (the query-side user instruction when the caller gives none).
         dim: Keep the first ``dim`` dimensions (Matryoshka truncation), then re-normalise.
         padding_side: ``right`` (the reference codes') or ``left``; pooling handles both.
-        min_pixels, max_pixels: Image resolution bounds for the image processor.
+        min_pixels, max_pixels: Image resolution bounds (of the last resize stage).
+        max_length: Token limit for text prompts (default: the family's, 1800 for gme).
+        positions: ``1d`` or ``mrope`` (default: the family's; see :data:`FAMILY_DEFAULTS`).
+        square: vlm2vec: squash every image to ``square`` x ``square`` first (the official MMEB
+            eval uses 1344).
+        trailing_newline: vlm2vec: end queries and image candidates with the MMEB ``\\n``
+            (default True; the pooled token is then that newline).
+        exif: Apply EXIF orientation when opening image files (default: the family's).
         adapter: A peft adapter directory applied on top of the weights.
         device, dtype: Where and in which precision to run (default: cuda + bfloat16 when
             available, else cpu + float32).
@@ -62,11 +143,16 @@ class MLLMEmbedder(TorchEmbedder):
         system: str | None = None,
         user: str | None = None,
         system_prompt: str | None = None,
+        user_prompt: str | None = None,
         dim: int | None = None,
         padding_side: str = "right",
         min_pixels: int | None = None,
         max_pixels: int | None = None,
-        max_length: int = 8192,
+        max_length: int | None = None,
+        positions: str | None = None,
+        square: int | None = None,
+        trailing_newline: bool = True,
+        exif: bool | None = None,
         adapter: str | None = None,
         device: str | None = None,
         dtype: str | None = None,
@@ -82,19 +168,45 @@ class MLLMEmbedder(TorchEmbedder):
             ) from exc
         if padding_side not in ("left", "right"):
             raise BindkitError(f"padding_side={padding_side!r}: use left or right")
+        defaults = FAMILY_DEFAULTS[family]
+        if positions not in (None, "1d", "mrope"):
+            raise BindkitError(f"positions={positions!r}: use 1d or mrope")
+        for option, value in (("min_pixels", min_pixels), ("max_pixels", max_pixels)):
+            _check_int(option, value, 1, 1 << 30)
+        _check_int("max_length", max_length, 1, 1 << 20)
+        _check_int("square", square, 28, 16384)
+        if square and family != "vlm2vec":
+            raise BindkitError(f"square={square}: only vlm2vec has a square pre-resize")
         self.name, self.family = name, family
         self.layout = (
-            prompts.make_layout(layout, system=system, user=user, system_prompt=system_prompt)
+            prompts.make_layout(
+                layout,
+                system=system,
+                user=user,
+                system_prompt=system_prompt,
+                user_prompt=user_prompt,
+            )
             if family == "mllm"
             else None
         )
+        _check_int("dim", dim, 1, 1 << 16)
         self.dim = int(dim) if dim else None
         self.padding_side = padding_side
-        self.max_length = int(max_length)
+        self.max_length = int(max_length or defaults.max_length)
+        self.positions: Positions = "1d" if (positions or defaults.positions) == "1d" else "mrope"
+        self.square = int(square) if square else None
+        self.trailing_newline = bool(trailing_newline)
+        self.image_policy = ImagePolicy(
+            exif=defaults.policy.exif if exif is None else bool(exif),
+            alpha_on_white=defaults.policy.alpha_on_white,
+        )
         self.adapter = adapter
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = dtype or ("bfloat16" if self.device.startswith("cuda") else "float32")
+        if not isinstance(getattr(torch, str(dtype), None), torch.dtype):
+            raise BindkitError(f"dtype={dtype!r}: use float32, bfloat16 or float16")
         self.dtype = dtype
+        require_checkpoint(name, family)
         verbosity = transformers.logging.get_verbosity()
         transformers.logging.set_verbosity_error()  # the unused lm_head is expected, not news
         try:
@@ -107,17 +219,43 @@ class MLLMEmbedder(TorchEmbedder):
             ) from exc
         finally:
             transformers.logging.set_verbosity(verbosity)
+        if getattr(self.tokenizer, "chat_template", None) is None:
+            self.tokenizer.chat_template = _stored_chat_template(name)
+        if family in ("mllm", "qwen3-vl-embedding") and not self.tokenizer.chat_template:
+            raise BindkitError(
+                f"{family}:{name}: the checkpoint has no chat template (tokenizer_config.json, "
+                "chat_template.jinja or chat_template.json); add one"
+            )
         if adapter:
             from peft import PeftModel
 
             model = PeftModel.from_pretrained(model, adapter)
         self.model = model.to(self.device).eval()
         self.config = model.config
-        self.image_processor = self._image_processor(name, min_pixels, max_pixels)
+        last_bounds = (min_pixels, max_pixels)
+        processor_bounds = (
+            (min_pixels or defaults.min_pixels, max_pixels or defaults.max_pixels)
+            if defaults.processor_resizes
+            else (None, None)
+        )
+        self.image_processor = self._image_processor(name, *processor_bounds)
         self.modalities = frozenset({"text", "image"} if self.image_processor else {"text"})
+        self.processor_resizes = defaults.processor_resizes
+        self.stages: tuple[ResizeStage, ...] = ()
+        if self.image_processor is not None and defaults.stages:
+            factor = int(self.image_processor.patch_size) * int(self.image_processor.merge_size)
+            bounds = list(defaults.stages)
+            bounds[-1] = (last_bounds[0] or bounds[-1][0], last_bounds[1] or bounds[-1][1])
+            self.stages = tuple(ResizeStage(factor, low, high) for low, high in bounds)
+        for stage in self.stages:
+            if stage.min_pixels > stage.max_pixels:
+                raise BindkitError(
+                    f"min_pixels={stage.min_pixels} exceeds max_pixels={stage.max_pixels}"
+                )
         self.image_token_id = self.tokenizer.convert_tokens_to_ids(IMAGE_PAD)
         base = self.model.get_base_model() if adapter else self.model
         self._takes_mm_types = "mm_token_type_ids" in inspect.signature(base.forward).parameters
+        self._injected: str | None = None
 
     def _image_processor(self, name: str, min_pixels: int | None, max_pixels: int | None) -> Any:
         from transformers import Qwen2VLImageProcessorPil
@@ -138,32 +276,51 @@ class MLLMEmbedder(TorchEmbedder):
             **options,
         )
 
+    def suggested_batch_size(self) -> int:
+        from bindkit.embed.backends._torch import default_batch_size
+
+        return default_batch_size(self.device, self.model)
+
     # -- identity ---------------------------------------------------------------------------
-    def describe(self) -> dict[str, Any]:
+    def _describe(self) -> dict[str, Any]:
         template = getattr(self.tokenizer, "chat_template", None) or ""
         processor = self.image_processor
+        size = getattr(processor, "size", None)
         return {
             "backend": self.family,
             **weights_identity(self.name),
             "adapter": weights_identity(self.adapter) if self.adapter else None,
             "pooling": "last-token",
             "dim": self.dim,
+            "positions": self.positions,
             "layout": None
             if self.layout is None
             else {
                 "system": sorted(self.layout.system),
                 "user": sorted(self.layout.user),
                 "system_prompt": self.layout.system_prompt,
+                "user_prompt": self.layout.user_prompt,
+                "injected_system_removed": True,
             },
+            "trailing_newline": self.trailing_newline if self.family == "vlm2vec" else None,
             "chat_template": hashlib.sha256(str(template).encode()).hexdigest()[:16],
             "max_length": self.max_length,
             "images": None
             if processor is None
             else {
-                "min_pixels": getattr(processor, "min_pixels", None),
-                "max_pixels": getattr(processor, "max_pixels", None),
+                "shortest_edge": getattr(size, "shortest_edge", None),
+                "longest_edge": getattr(size, "longest_edge", None),
+                "processor_resizes": self.processor_resizes,
+                "stages": [[s.factor, s.min_pixels, s.max_pixels] for s in self.stages],
+                "square": self.square,
+                "mean": [float(v) for v in getattr(processor, "image_mean", ()) or ()],
+                "std": [float(v) for v in getattr(processor, "image_std", ()) or ()],
+                "resample": str(getattr(processor, "resample", None)),
                 "patch_size": getattr(processor, "patch_size", None),
                 "merge_size": getattr(processor, "merge_size", None),
+                "temporal_patch_size": getattr(processor, "temporal_patch_size", None),
+                "exif": self.image_policy.exif,
+                "alpha_on_white": self.image_policy.alpha_on_white,
             },
             "dtype": self.dtype,
         }
@@ -174,16 +331,38 @@ class MLLMEmbedder(TorchEmbedder):
         if self.family == "gme":
             return prompts.gme_prompt(text, has_image, role, instruction)
         if self.family == "vlm2vec":
-            return prompts.vlm2vec_prompt(text, has_image, role, instruction)
+            return prompts.vlm2vec_prompt(
+                text, has_image, role, instruction, trailing_newline=self.trailing_newline
+            )
         if self.family == "qwen3-vl-embedding":
             messages = prompts.qwen3_vl_embedding_messages(text, has_image, instruction)
         else:
             assert self.layout is not None
             messages = self.layout.messages(text, has_image, role, instruction)
-        rendered = self.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True
+        rendered = str(
+            self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         )
-        return str(rendered)
+        if messages[0]["role"] != "system":
+            # Qwen2/2.5-VL templates inject "You are a helpful assistant." before a first
+            # non-system turn; a layout without a system prompt means none (the seed's "-" row)
+            injected = self._injected_system()
+            if injected and rendered.startswith(injected):
+                rendered = rendered[len(injected) :]
+        return rendered
+
+    def _injected_system(self) -> str:
+        """What the chat template puts before a conversation that starts with a user turn."""
+        if self._injected is None:
+            probe = str(
+                self.tokenizer.apply_chat_template(
+                    [{"role": "user", "content": [{"type": "text", "text": _SENTINEL}]}],
+                    tokenize=False,
+                    add_generation_prompt=False,
+                )
+            )
+            turn = probe.find("<|im_start|>user")
+            self._injected = probe[:turn] if turn > 0 else ""
+        return self._injected
 
     def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:
         return self.render(
@@ -194,6 +373,16 @@ class MLLMEmbedder(TorchEmbedder):
     @property
     def module(self) -> Any:
         return self.model
+
+    def prepare_image(self, image: Any) -> Any:
+        """The family's resizes before the image processor (square squash, smart_resize)."""
+        from PIL import Image
+
+        if self.square:
+            image = image.resize((self.square, self.square), Image.Resampling.BICUBIC)
+        for stage in self.stages:
+            image = stage(image)
+        return image
 
     def collate(
         self,
@@ -209,7 +398,10 @@ class MLLMEmbedder(TorchEmbedder):
             if self.image_processor is None:
                 raise BindkitError(f"{self.spec}: this checkpoint has no vision tower")
             rendered = [self.render(None, True, role, instruction) for _ in inputs]
-            pixels = self.image_processor(images=list(inputs), return_tensors="pt")
+            options = {} if self.processor_resizes else {"do_resize": False}
+            pixels = self.image_processor(
+                images=[self.prepare_image(im) for im in inputs], return_tensors="pt", **options
+            )
             grids = pixels["image_grid_thw"]
             merge = int(getattr(self.image_processor, "merge_size", 1)) ** 2
             rendered = [
@@ -232,11 +424,48 @@ class MLLMEmbedder(TorchEmbedder):
             add_special_tokens=False,
             **limits,
         ).to(self.device)
-        if extra and self._takes_mm_types:
+        mask = batch["attention_mask"]
+        if self.positions == "1d":
+            # the references' text-only decoder: position = index among the real tokens
+            extra["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)
+        elif "pixel_values" in extra and self._takes_mm_types:
             extra["mm_token_type_ids"] = (batch["input_ids"] == self.image_token_id).long()
-        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"], **extra}
+        return {"input_ids": batch["input_ids"], "attention_mask": mask, **extra}
 
     def forward(self, batch: dict[str, Any]) -> Any:
         out = self.model(**batch)
         pooled = last_token_pool(out.last_hidden_state, batch["attention_mask"])
         return normalize(pooled[:, : self.dim] if self.dim else pooled)
+
+
+def _check_int(option: str, value: Any, low: int, high: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BindkitError(f"{option}={value!r}: use a whole number from {low} to {high:,}")
+
+
+def _stored_chat_template(name: str) -> str | None:
+    """A chat template kept beside the tokenizer: ``chat_template.jinja`` or the legacy
+    ``chat_template.json`` (which processors read and tokenizers do not)."""
+    for filename in ("chat_template.jinja", "chat_template.json"):
+        path = Path(name) / filename
+        if not path.is_file():
+            try:
+                from huggingface_hub import try_to_load_from_cache
+
+                cached = try_to_load_from_cache(name, filename)
+            except Exception:  # not a hub id
+                cached = None
+            if not isinstance(cached, str):
+                continue
+            path = Path(cached)
+        text = path.read_text(encoding="utf-8")
+        if filename.endswith(".json"):
+            try:
+                template = json.loads(text).get("chat_template")
+            except (json.JSONDecodeError, AttributeError) as exc:
+                raise BindkitError(f"{path}: not a chat template JSON ({exc}); fix it") from exc
+            return str(template) if template else None
+        return text
+    return None

@@ -1,13 +1,24 @@
 """CLIP-style dual encoders through open_clip: ``open_clip:<arch>/<pretrained tag or checkpoint>``.
 
-Images are preprocessed here with PIL from the model's own ``preprocess_cfg`` (resize the
-shorter side to the input size with bicubic filtering, centre-crop, scale to [0, 1], normalise):
-the same steps as open_clip's evaluation transform, without requiring torchvision.
+Images are preprocessed here with PIL from the model's own ``preprocess_cfg``, following
+open_clip's eval transform (``open_clip.transform.image_transform``) and the torchvision
+functions it calls, without requiring torchvision:
+
+- ``resize_mode="shortest"`` (CLIP): resize the shorter side to the input size (torchvision
+  ``Resize(int)``: the long side becomes ``int(size * long / short)``), then ``CenterCrop``
+  (offset ``int(round(delta / 2))``);
+- ``"longest"``: resize the longer side to the input size (timm's ``ResizeKeepRatio``, sides
+  rounded), then centre-pad with ``fill_color`` and crop;
+- ``"squash"`` (SigLIP, CLIPA, PE): resize to the input size, ignoring the aspect ratio;
+
+with ``interpolation`` ``bilinear`` or ``bicubic`` (``random`` means bicubic at eval time), then
+scale to [0, 1] and normalise with ``mean``/``std``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,24 +28,90 @@ from bindkit.embed.protocol import Modality, Role
 from bindkit.embed.weights import file_digest
 from bindkit.errors import BindkitError
 
+_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
-def preprocess(
-    image: Any, size: int, mean: tuple[float, ...], std: tuple[float, ...]
-) -> np.ndarray:
-    """One RGB PIL image → a (3, size, size) float32 array, open_clip's eval transform."""
+
+@dataclass(frozen=True)
+class Preprocess:
+    """open_clip's ``PreprocessCfg`` fields that change the pixels."""
+
+    size: tuple[int, int]  # (height, width)
+    mean: tuple[float, ...] = _CLIP_MEAN
+    std: tuple[float, ...] = _CLIP_STD
+    interpolation: str = "bicubic"
+    resize_mode: str = "shortest"
+    fill_color: int = 0
+
+    @classmethod
+    def from_cfg(cls, cfg: dict[str, Any], default_size: Any = 224) -> Preprocess:
+        size = cfg.get("size", default_size)
+        height, width = (size, size) if isinstance(size, int) else tuple(size)
+        made = cls(
+            size=(int(height), int(width)),
+            mean=tuple(float(v) for v in cfg.get("mean", _CLIP_MEAN)),
+            std=tuple(float(v) for v in cfg.get("std", _CLIP_STD)),
+            interpolation=str(cfg.get("interpolation") or "bicubic"),
+            resize_mode=str(cfg.get("resize_mode") or "shortest"),
+            fill_color=int(cfg.get("fill_color", 0) or 0),
+        )
+        if made.interpolation not in ("bicubic", "bilinear", "random"):
+            raise BindkitError(f"interpolation={made.interpolation!r}: use bicubic or bilinear")
+        if made.resize_mode not in ("shortest", "longest", "squash"):
+            raise BindkitError(f"resize_mode={made.resize_mode!r}: use shortest, longest or squash")
+        return made
+
+
+def _pad_and_crop(image: Any, height: int, width: int, fill: int) -> Any:
+    """open_clip ``center_crop_or_pad`` (and torchvision ``CenterCrop``) on a PIL image."""
     from PIL import Image
 
-    width, height = image.size
-    scale = size / min(width, height)
-    resized = image.resize(
-        (max(size, round(width * scale)), max(size, round(height * scale))),
-        Image.Resampling.BICUBIC,
+    if width > image.width or height > image.height:
+        left = (width - image.width) // 2 if width > image.width else 0
+        top = (height - image.height) // 2 if height > image.height else 0
+        canvas = Image.new(
+            image.mode, (max(width, image.width), max(height, image.height)), (fill,) * 3
+        )
+        canvas.paste(image, (left, top))
+        image = canvas
+        if image.size == (width, height):
+            return image
+    top = round((image.height - height) / 2.0)  # torchvision: int(round(delta / 2))
+    left = round((image.width - width) / 2.0)
+    return image.crop((left, top, left + width, top + height))
+
+
+def resize_and_crop(image: Any, cfg: Preprocess) -> Any:
+    """One RGB PIL image → the ``cfg.size`` PIL image open_clip's eval transform would make."""
+    from PIL import Image
+
+    height, width = cfg.size
+    resample = (
+        Image.Resampling.BILINEAR if cfg.interpolation == "bilinear" else Image.Resampling.BICUBIC
     )
-    left = (resized.width - size) // 2
-    top = (resized.height - size) // 2
-    crop = resized.crop((left, top, left + size, top + size))
-    pixels = np.asarray(crop, dtype=np.float32) / np.float32(255.0)
-    scaled = (pixels - np.asarray(mean, dtype=np.float32)) / np.asarray(std, dtype=np.float32)
+    if cfg.resize_mode == "squash":
+        return image.resize((width, height), resample)
+    if cfg.resize_mode == "longest":
+        ratio = max(image.height / height, image.width / width)
+        scaled = (round(image.width / ratio), round(image.height / ratio))
+        return _pad_and_crop(image.resize(scaled, resample), height, width, cfg.fill_color)
+    if height == width:  # torchvision Resize(int): shorter side to size, longer side truncated
+        short, long = sorted(image.size)
+        new_long = int(height * long / short)
+        scaled = (height, new_long) if image.width <= image.height else (new_long, height)
+    else:  # ResizeKeepRatio(size), shortest edge
+        ratio = min(image.height / height, image.width / width)
+        scaled = (round(image.width / ratio), round(image.height / ratio))
+        resample = Image.Resampling.BICUBIC  # open_clip passes no interpolation here
+    return _pad_and_crop(image.resize(scaled, resample), height, width, cfg.fill_color)
+
+
+def preprocess(image: Any, cfg: Preprocess) -> np.ndarray:
+    """One RGB PIL image → a (3, height, width) float32 array, open_clip's eval transform."""
+    pixels = np.asarray(resize_and_crop(image, cfg), dtype=np.float32) / np.float32(255.0)
+    scaled = (pixels - np.asarray(cfg.mean, dtype=np.float32)) / np.asarray(
+        cfg.std, dtype=np.float32
+    )
     return np.ascontiguousarray(scaled.transpose(2, 0, 1), dtype=np.float32)
 
 
@@ -73,12 +150,14 @@ class OpenClipEmbedder(TorchEmbedder):
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         cfg = getattr(self.model.visual, "preprocess_cfg", {}) or {}
-        size = cfg.get("size", getattr(self.model.visual, "image_size", 224))
-        self.image_size = int(size[0] if isinstance(size, list | tuple) else size)
-        self.mean = tuple(cfg.get("mean", (0.48145466, 0.4578275, 0.40821073)))
-        self.std = tuple(cfg.get("std", (0.26862954, 0.26130258, 0.27577711)))
+        self.preprocess = Preprocess.from_cfg(cfg, getattr(self.model.visual, "image_size", 224))
 
-    def describe(self) -> dict[str, Any]:
+    def suggested_batch_size(self) -> int:
+        from bindkit.embed.backends._torch import default_batch_size
+
+        return default_batch_size(self.device, self.model)
+
+    def _describe(self) -> dict[str, Any]:
         from pathlib import Path
 
         weights = self.pretrained
@@ -89,10 +168,14 @@ class OpenClipEmbedder(TorchEmbedder):
             "model": self.arch,
             "weights": weights,
             "images": {
-                "size": self.image_size,
-                "mean": self.mean,
-                "std": self.std,
-                "resize": "shortest-bicubic-centercrop",
+                "size": list(self.preprocess.size),
+                "mean": list(self.preprocess.mean),
+                "std": list(self.preprocess.std),
+                "interpolation": self.preprocess.interpolation,
+                "resize_mode": self.preprocess.resize_mode,
+                "fill_color": self.preprocess.fill_color,
+                "exif": self.image_policy.exif,
+                "alpha_on_white": self.image_policy.alpha_on_white,
             },
         }
 
@@ -115,7 +198,7 @@ class OpenClipEmbedder(TorchEmbedder):
 
         if modality == "text":
             return {"text": self.tokenizer(list(inputs)).to(self.device)}
-        batch = np.stack([preprocess(im, self.image_size, self.mean, self.std) for im in inputs])
+        batch = np.stack([preprocess(im, self.preprocess) for im in inputs])
         return {"image": torch.from_numpy(batch).to(self.device)}
 
     def forward(self, batch: dict[str, Any]) -> Any:

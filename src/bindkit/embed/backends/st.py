@@ -8,7 +8,7 @@ from typing import Any
 
 from bindkit.embed.backends._torch import TorchEmbedder, normalize
 from bindkit.embed.protocol import Modality, Role
-from bindkit.embed.weights import weights_identity
+from bindkit.embed.weights import require_checkpoint, weights_identity
 from bindkit.errors import BindkitError
 
 
@@ -55,6 +55,14 @@ class SentenceTransformerEmbedder(TorchEmbedder):
             ) from exc
         import torch
 
+        if dtype is not None and not isinstance(getattr(torch, str(dtype), None), torch.dtype):
+            raise BindkitError(f"st: dtype={dtype!r}: use float32, float16, bfloat16 or float64")
+        if max_length is not None and (
+            isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1
+        ):
+            raise BindkitError(f"st: max_length={max_length!r}: use a whole number of at least 1")
+        if name != "default":
+            require_checkpoint(name, "st", known=["default"])
         model_kwargs = {"dtype": getattr(torch, dtype)} if dtype else {}
         try:
             self.model = SentenceTransformer(self.name, device=device, model_kwargs=model_kwargs)
@@ -71,7 +79,7 @@ class SentenceTransformerEmbedder(TorchEmbedder):
         self.adapter = adapter
         self.dtype = dtype
 
-    def describe(self) -> dict[str, Any]:
+    def _describe(self) -> dict[str, Any]:
         identity = weights_identity(self.name)
         if self.name != self.display_name:
             identity["model"] = self.display_name
