@@ -44,17 +44,24 @@ class Recorder(BaseEmbedder):
 
     modalities = frozenset({"text"})
 
-    def __init__(self, fail_above: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, fail_above: int | None = None, crash_after: int | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(spec="recorder", **kwargs)
         self.batches: list[list[str]] = []
         self.fail_above = fail_above
+        self.crash_after = crash_after
+        self.described = 0
 
-    def describe(self) -> dict[str, Any]:
+    def _describe(self) -> dict[str, Any]:
+        self.described += 1
         return {"backend": "recorder"}
 
     def _encode_texts(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
         if self.fail_above is not None and len(texts) > self.fail_above:
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        if self.crash_after is not None and len(self.batches) == self.crash_after:
+            raise KeyboardInterrupt  # a kill in the middle of a call
         self.batches.append(list(texts))
         out = np.zeros((len(texts), 4), dtype=np.float32)
         for row, text in enumerate(texts):
@@ -88,6 +95,60 @@ def test_cached_equals_uncached_and_second_pass_embeds_nothing(tmp_path: Path) -
     # the role is part of the key: documents are embedded separately
     docs = second.embed_texts(texts, role="document")
     assert len(second.batches) > 0 and not np.array_equal(docs, plain)
+
+
+def test_the_cache_commits_batch_by_batch(tmp_path: Path) -> None:
+    """A run killed after k batches keeps those k batches (reliability issue 11)."""
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    texts = [f"text number {i:02d}" for i in range(20)]
+    crashing = Recorder(batch_size=4, crash_after=3, cache=cache)
+    with pytest.raises(KeyboardInterrupt):
+        crashing.embed_texts(texts)
+    done = [t for batch in crashing.batches for t in batch]
+    assert len(done) == 12
+    resumed = Recorder(batch_size=4, cache=EmbeddingCache(tmp_path / "c.sqlite"))
+    vectors = resumed.embed_texts(texts)
+    assert resumed.stats["cached"] == 12 and resumed.stats["embedded"] == 8
+    assert not set(done) & {t for batch in resumed.batches for t in batch}
+    assert np.array_equal(vectors, Recorder().embed_texts(texts))
+
+
+def test_cache_writes_from_the_background_thread_fail_loudly(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+
+    class Broken(Recorder):
+        def _encode_texts(self, texts: list[str], role: str, instruction: str | None) -> Any:
+            return [[object()] for _ in texts]  # not float vectors: storing them fails
+
+    with pytest.raises((TypeError, ValueError)):
+        Broken(cache=cache).embed_texts(["x"])
+
+
+def test_describe_runs_once() -> None:
+    model = Recorder()
+    first = model.describe()
+    first["backend"] = "mutated by a caller"
+    assert model.fingerprint and model.describe() == {"backend": "recorder"}
+    assert model.described == 1
+
+
+def test_default_batch_size_per_device() -> None:
+    torch = pytest.importorskip("torch")
+    from bindkit.embed.backends._torch import default_batch_size
+
+    small, large = torch.nn.Linear(10, 10), torch.nn.Embedding(1_000_000, 200)
+    assert default_batch_size("cpu", small) == 32
+    assert default_batch_size("cuda:0", small) == 256
+    assert default_batch_size("cuda", large) == 128  # 200 M parameters
+    assert Recorder().suggested_batch_size() == 32
+    model = Recorder()
+    model.suggested_batch_size = lambda: 3  # type: ignore[method-assign]
+    model.embed_texts([f"t{i}" for i in range(7)])
+    assert [len(b) for b in model.batches] == [3, 3, 1]
+    chosen = Recorder(batch_size=5)
+    chosen.suggested_batch_size = lambda: 3  # type: ignore[method-assign]
+    chosen.embed_texts([f"t{i}" for i in range(7)])
+    assert [len(b) for b in chosen.batches] == [5, 2]
 
 
 def test_cache_write_is_all_or_nothing(tmp_path: Path) -> None:
@@ -141,6 +202,13 @@ def test_fingerprint_covers_options() -> None:
         ("bow+dimm=3", "unknown option 'dimm' \\(did you mean dim\\?\\)"),
         ("bow+dim", "option 'dim' must look like KEY=VALUE"),
         ("", "empty model spec"),
+        ("bow+dim=0", r"bow: dim=0: use a whole number from 1 to 65,536"),
+        ("bow+dim=-5", r"dim=-5: use a whole number from 1"),
+        ("bow+dim=abc", r"dim='abc': use a whole number"),
+        ("bow+dim=2.5", r"dim=2.5: use a whole number"),
+        ("bow+dim=1000000000", r"dim=1000000000: use a whole number from 1 to 65,536"),
+        ("bow+dim=3+dim=4", "option 'dim' is given twice"),
+        ("bow+batch_size=0", "batch_size=0: use a whole number of at least 1"),
     ],
 )
 def test_spec_errors(spec: str, message: str) -> None:
@@ -189,3 +257,32 @@ def test_images_exif_flip_and_errors(tmp_path: Path) -> None:
     (tmp_path / "bad.png").write_bytes(b"not an image")
     with pytest.raises(BindkitError, match=r"bad\.png: unreadable image"):
         load_image(tmp_path / "bad.png")
+
+
+def test_progress_prints_periodic_lines_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from bindkit._progress import LineProgress, progress
+
+    now = [0.0]
+    stream = io.StringIO()
+    bar = LineProgress(
+        100, "embedding texts", unit="input", interval=30, stream=stream, clock=lambda: now[0]
+    )
+    for _ in range(10):  # one batch of 10 every 10 s: a line at 30 s, 60 s and 90 s
+        now[0] += 10
+        bar.update(10)
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 4
+    assert lines[0] == "embedding texts: 30/100 inputs (30%), 1/s, about 70 s left"
+    assert lines[-1] == "embedding texts: 100/100 inputs (100%), 1/s, 100.0 s"
+    monkeypatch.setenv("BINDKIT_PROGRESS", "1")
+    assert isinstance(progress(5, "x", stream=io.StringIO()), LineProgress)
+    monkeypatch.setenv("BINDKIT_PROGRESS", "0")
+    silent = io.StringIO()
+    quiet = progress(5, "x", stream=silent)
+    quiet.update(5)
+    quiet.close()
+    assert silent.getvalue() == "" and not isinstance(quiet, LineProgress)
+    assert isinstance(progress(5, "x", enabled=True, stream=io.StringIO()), LineProgress)

@@ -36,7 +36,8 @@ if dist.is_initialized():
 def test_two_processes_split_the_work_and_agree(tmp_path: Path) -> None:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # CPU processes and gloo even on a GPU machine: two ranks cannot share one GPU under nccl
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     with socket.socket() as probe:  # a free port for the rendezvous
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

@@ -1,4 +1,8 @@
-"""The multimodal-LLM backends on tiny random Qwen2-VL / Qwen3-VL checkpoints."""
+"""The multimodal-LLM backends on tiny random Qwen2-VL / Qwen3-VL checkpoints.
+
+Models run in exact float32 on any device (``float32_exact``; bfloat16 is the CUDA default), so
+batched and one-by-one results agree to float32 rounding on a GPU too.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ from PIL import Image
 from bindkit.embed import load_embedder
 from bindkit.embed.prompts import make_layout
 
+pytestmark = pytest.mark.usefixtures("float32_exact")
+
 TEXTS = ["a red cube", "a striped cube and a transparent kite in a gray room", "kite"]
 
 
@@ -28,12 +34,13 @@ def images() -> list[Image.Image]:
 
 
 def load(spec: str, **options: Any) -> Any:
+    options.setdefault("dtype", "float32")
     return load_embedder(spec, cache=False, progress=False, **options)
 
 
 @pytest.mark.parametrize("family", ["mllm", "gme", "vlm2vec"])
 def test_qwen2_vl_text_and_image_shapes(tiny_qwen2_vl: Path, family: str) -> None:
-    model = load(f"{family}:{tiny_qwen2_vl}")
+    model = load(f"{family}:{tiny_qwen2_vl}+min_pixels=784+max_pixels=3136")
     assert model.modalities == {"text", "image"}
     texts = model.embed_texts(TEXTS)
     pics = model.embed_images(images())
@@ -105,6 +112,48 @@ def test_hierarchical_layout_puts_the_instruction_on_queries_only(tiny_qwen2_vl:
     assert model.render("x", False, "query", "Find it.") == (
         system + "<|im_start|>user\nFind it.\nx<|im_end|>\n<|im_start|>assistant\n"
     )
+    # without an instruction the query still gets the user-level reinforcement (+ Q-Rein.)
+    assert model.render("x", False, "query", None) == (
+        system + "<|im_start|>user\nRepresent the given text/image in one word.\nx<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    # I_user comes before x for an image too
+    assert model.render(None, True, "query", "Find it.") == (
+        system + "<|im_start|>user\nFind it.\n<|vision_start|><|image_pad|><|vision_end|>"
+        "<|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
+def test_hierarchical_without_an_instruction_differs_from_system(tiny_qwen2_vl: Path) -> None:
+    hierarchical = load(f"mllm:{tiny_qwen2_vl}")
+    system = load(f"mllm:{tiny_qwen2_vl}+layout=system")
+    for has_image, text in ((False, "x"), (True, None)):
+        assert hierarchical.render(text, has_image, "query", None) != system.render(
+            text, has_image, "query", None
+        )
+        assert hierarchical.render(text, has_image, "document", None) == system.render(
+            text, has_image, "document", None
+        )
+    assert hierarchical.fingerprint != system.fingerprint
+    custom = load(f"mllm:{tiny_qwen2_vl}+user_prompt=Find the caption.")
+    assert "user\nFind the caption.\nx" in custom.render("x", False, "query", None)
+    assert custom.fingerprint != hierarchical.fingerprint
+
+
+@pytest.mark.parametrize("layout", ["none", "user"])
+def test_the_templates_injected_system_prompt_is_removed(tiny_qwen2_vl: Path, layout: str) -> None:
+    """The tiny Qwen2-VL template injects "You are a helpful assistant." like the real one."""
+    model = load(f"mllm:{tiny_qwen2_vl}+layout={layout}")
+    raw = model.tokenizer.apply_chat_template(
+        [{"role": "user", "content": [{"type": "text", "text": "x"}]}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    assert raw.startswith("<|im_start|>system\nYou are a helpful assistant.<|im_end|>")
+    for role in ("query", "document"):
+        rendered = model.render("x", False, role, None)  # type: ignore[arg-type]
+        assert rendered.startswith("<|im_start|>user\n")
+        assert "helpful assistant" not in rendered
 
 
 @pytest.mark.parametrize(
@@ -113,7 +162,7 @@ def test_hierarchical_layout_puts_the_instruction_on_queries_only(tiny_qwen2_vl:
         ("none", False, False, None, None),
         ("user", False, False, "Represent the given text/image in one word.", "same"),
         ("system", True, True, None, None),
-        ("hierarchical", True, True, None, None),
+        ("hierarchical", True, True, "Represent the given text/image in one word.", None),
     ],
 )
 def test_layouts(

@@ -7,11 +7,13 @@ it preprocesses with PIL (tested below against the definition of open_clip's eva
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import json
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ import pytest
 pytest.importorskip("PIL")
 from PIL import Image
 
-from bindkit.embed.backends.open_clip import preprocess
+from bindkit.embed.backends.open_clip import Preprocess, preprocess, resize_and_crop
 
 TINY = {
     "embed_dim": 16,
@@ -30,16 +32,17 @@ TINY = {
 }
 
 
-def _import_open_clip() -> Any:
-    """Import open_clip, with stand-in torchvision modules only while it imports."""
+@contextlib.contextmanager
+def _stand_in_torchvision() -> Iterator[None]:
+    """Stand-in torchvision modules while a package that imports torchvision is imported
+    (unless the real one imports); removed afterwards."""
     try:
         import torchvision  # noqa: F401
     except Exception:
         pass
     else:
-        import open_clip
-
-        return open_clip
+        yield
+        return
 
     class AnyAttribute(type):
         def __getattr__(cls, attr: str) -> Any:
@@ -57,6 +60,7 @@ def _import_open_clip() -> Any:
 
     names = [
         "torchvision",
+        "torchvision.io",
         "torchvision.transforms",
         "torchvision.transforms.functional",
         "torchvision.ops",
@@ -71,10 +75,16 @@ def _import_open_clip() -> Any:
         if parent:
             setattr(sys.modules[parent], child, mod)
     try:
-        import open_clip
+        yield
     finally:
         for name in names:
             sys.modules.pop(name, None)
+
+
+def _import_open_clip() -> Any:
+    """Import open_clip, with stand-in torchvision modules only while it imports."""
+    with _stand_in_torchvision():
+        import open_clip
     return open_clip
 
 
@@ -101,19 +111,60 @@ def test_text_and_image_embeddings(tiny_clip: Any, tmp_path: Path) -> None:
     assert texts.shape == (2, 16) and pics.shape == (2, 16)
     np.testing.assert_allclose(pics[0], pics[1], atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(texts, axis=1), 1, atol=1e-5)
-    assert tiny_clip.describe()["images"]["size"] == 32
+    assert tiny_clip.describe()["images"]["size"] == [32, 32]
 
 
 def test_preprocess_matches_the_eval_transform_definition() -> None:
     mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.5)
+    cfg = Preprocess(size=(32, 32), mean=mean, std=std)
     flat = Image.new("RGB", (64, 48), (255, 128, 0))
-    out = preprocess(flat, 32, mean, std)
+    out = preprocess(flat, cfg)
     assert out.shape == (3, 32, 32)
     expected = (np.array([255, 128, 0]) / 255 - np.array(mean)) / np.array(std)
     np.testing.assert_allclose(out[:, 16, 16], expected, atol=1e-2)
-    # resize the shorter side to 32 with bicubic filtering, then the centre 32 x 32
+    # torchvision Resize(32) on 64 x 48: the long side is int(32 * 64 / 48) = int(42.67) = 42
+    # (truncated, not rounded); CenterCrop(32): left = int(round((42 - 32) / 2)) = 5
     rng = np.random.default_rng(1)
     pic = Image.fromarray((rng.random((48, 64, 3)) * 255).astype("uint8"))
-    resized = pic.resize((43, 32), Image.Resampling.BICUBIC).crop((5, 0, 37, 32))
+    resized = pic.resize((42, 32), Image.Resampling.BICUBIC).crop((5, 0, 37, 32))
     manual = (np.asarray(resized, dtype=np.float32) / 255 - mean) / std
-    np.testing.assert_allclose(preprocess(pic, 32, mean, std), manual.transpose(2, 0, 1), atol=1e-5)
+    np.testing.assert_allclose(preprocess(pic, cfg), manual.transpose(2, 0, 1), atol=1e-5)
+    # an odd margin: 64 x 45 -> 45 x 32 (int(45.5)); left = int(round(13 / 2)) = round(6.5) = 6
+    odd = Image.fromarray((rng.random((45, 64, 3)) * 255).astype("uint8"))
+    expected_odd = odd.resize((45, 32), Image.Resampling.BICUBIC).crop((6, 0, 38, 32))
+    assert np.array_equal(np.asarray(resize_and_crop(odd, cfg)), np.asarray(expected_odd))
+
+
+def test_resize_modes_interpolation_and_fill() -> None:
+    rng = np.random.default_rng(2)
+    pic = Image.fromarray((rng.random((30, 60, 3)) * 255).astype("uint8"))
+    squash = resize_and_crop(pic, Preprocess(size=(32, 32), resize_mode="squash"))
+    assert np.array_equal(
+        np.asarray(squash), np.asarray(pic.resize((32, 32), Image.Resampling.BICUBIC))
+    )
+    bilinear = resize_and_crop(
+        pic, Preprocess(size=(32, 32), resize_mode="squash", interpolation="bilinear")
+    )
+    assert np.array_equal(
+        np.asarray(bilinear), np.asarray(pic.resize((32, 32), Image.Resampling.BILINEAR))
+    )
+    # longest: 60 x 30 -> 32 x 16, padded with fill_color to 32 x 32 (8 rows above, 8 below)
+    longest = resize_and_crop(pic, Preprocess(size=(32, 32), resize_mode="longest", fill_color=7))
+    inner = pic.resize((32, 16), Image.Resampling.BICUBIC)
+    array = np.asarray(longest)
+    assert array.shape == (32, 32, 3)
+    assert (array[:8] == 7).all() and (array[24:] == 7).all()
+    assert np.array_equal(array[8:24], np.asarray(inner))
+
+
+def test_preprocess_cfg_is_read_and_recorded(tiny_clip: Any) -> None:
+    cfg = Preprocess.from_cfg(
+        {"size": 32, "resize_mode": "squash", "interpolation": "bilinear", "fill_color": 3}
+    )
+    assert (cfg.resize_mode, cfg.interpolation, cfg.fill_color) == ("squash", "bilinear", 3)
+    from bindkit.errors import BindkitError
+
+    with pytest.raises(BindkitError, match="resize_mode='crop'"):
+        Preprocess.from_cfg({"size": 32, "resize_mode": "crop"})
+    images = tiny_clip.describe()["images"]
+    assert (images["resize_mode"], images["interpolation"]) == ("shortest", "bicubic")

@@ -63,3 +63,48 @@ def test_fingerprint_names_weights(minilm: object) -> None:
     description = minilm.describe()  # type: ignore[attr-defined]
     assert description["model"] == "all-MiniLM-L6-v2"
     assert len(description["weights"]) == 24
+
+
+def test_a_mistyped_model_answers_at_once_with_close_matches() -> None:
+    from bindkit.errors import BindkitError
+
+    with pytest.raises(
+        BindkitError, match=r"st:defualt: not a local directory.*did you mean st:default\?"
+    ):
+        load_embedder("st:defualt", cache=False)
+    with pytest.raises(
+        BindkitError, match="not a local directory and not in the Hugging Face cache"
+    ):
+        load_embedder("st:sentence-transformers/all-mpnet-base-v2", cache=False)
+    with pytest.raises(BindkitError, match="dtype='float17'"):
+        load_embedder("st:default+dtype=float17", cache=False)
+
+
+def test_require_checkpoint_asks_the_hub_once_when_online(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import huggingface_hub
+
+    from bindkit.embed.weights import require_checkpoint
+    from bindkit.errors import BindkitError
+
+    require_checkpoint(str(tmp_path), "st")  # a local directory needs nothing
+    calls: list[str] = []
+
+    def unreachable(name: str, timeout: float) -> None:
+        calls.append(name)
+        raise ConnectionError("no network")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(huggingface_hub, "model_info", unreachable)
+    with pytest.raises(BindkitError, match=r"the hub did not answer \(ConnectionError\)"):
+        require_checkpoint("someone/missing-model", "st")
+    assert calls == ["someone/missing-model"]
+    monkeypatch.setattr(huggingface_hub, "model_info", lambda name, timeout: None)
+    require_checkpoint("someone/existing-model", "st")  # the hub knows it: download allowed
+
+
+def test_float64_is_accepted() -> None:
+    model = load_embedder("st:default+dtype=float64", cache=False)
+    assert model.embed_texts(TEXTS[:2]).dtype == np.float32  # type: ignore[attr-defined]
+    assert model.describe()["dtype"] == "float64"  # type: ignore[attr-defined]

@@ -1,0 +1,149 @@
+"""The cache key holds everything that changes a vector (the mteb query/document bug class).
+
+Each test embeds with one configuration into a real on-disk cache, then with a configuration
+that differs in exactly one thing, and counts what the second model embedded versus what it
+took from the cache: a field dropped from the fingerprint or prompt key makes the second model
+serve the first one's vectors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("PIL")
+from PIL import Image
+
+from bindkit.embed import EmbeddingCache, ImageRef, load_embedder
+
+pytestmark = pytest.mark.usefixtures("float32_exact")
+
+TEXTS = ["a red cube", "a striped kite"]
+
+
+def _pictures(tmp_path: Path) -> list[Path]:
+    rng = np.random.default_rng(0)
+    paths = []
+    for i, (h, w) in enumerate(((40, 50), (56, 28))):
+        path = tmp_path / f"p{i}.png"
+        Image.fromarray((rng.random((h, w, 3)) * 255).astype("uint8")).save(path)
+        paths.append(path)
+    return paths
+
+
+def _model(spec: str, cache: EmbeddingCache) -> Any:
+    return load_embedder(spec, cache=cache, progress=False, dtype="float32")
+
+
+def _embed(model: Any, inputs: list[Any], modality: str) -> None:
+    if modality == "image":
+        model.embed_images(inputs)
+    else:
+        model.embed_texts(inputs)
+
+
+def _second_run_embeds(
+    first: str, second: str, cache: EmbeddingCache, inputs: list[Any], modality: str
+) -> tuple[int, int]:
+    """(embedded, cached) counts of ``second`` after ``first`` filled the cache; checks that
+    ``first`` itself is then served from the cache."""
+    model = _model(first, cache)
+    _embed(model, inputs, modality)
+    _embed(model, inputs, modality)
+    assert (model.stats["embedded"], model.stats["cached"]) == (len(inputs), len(inputs))
+    model = _model(second, cache)
+    _embed(model, inputs, modality)
+    return model.stats["embedded"], model.stats["cached"]
+
+
+@pytest.mark.parametrize(
+    ("base", "changed", "modality"),
+    [
+        ("mllm:{}+min_pixels=784", "mllm:{}+min_pixels=1568", "image"),
+        pytest.param(
+            *("mllm:{}+max_pixels=3136", "mllm:{}+max_pixels=2352", "image"), marks=pytest.mark.slow
+        ),
+        ("gme:{}+min_pixels=784+max_pixels=3136", "gme:{}+min_pixels=784+max_pixels=2352", "image"),
+        pytest.param(
+            *("vlm2vec:{}+max_pixels=3136", "vlm2vec:{}+max_pixels=3136+square=56", "image"),
+            marks=pytest.mark.slow,
+        ),
+        ("mllm:{}", "mllm:{}+positions=1d", "image"),
+        pytest.param(*("mllm:{}", "mllm:{}+exif=false", "image"), marks=pytest.mark.slow),
+        ("mllm:{}", "mllm:{}+dim=16", "text"),
+        ("mllm:{}", "mllm:{}+layout=system", "text"),
+        ("mllm:{}", "mllm:{}+user_prompt=Describe it.", "text"),
+        pytest.param(*("mllm:{}", "mllm:{}+max_length=4", "text"), marks=pytest.mark.slow),
+        ("vlm2vec:{}", "vlm2vec:{}+trailing_newline=false", "image"),
+    ],
+)
+def test_every_option_that_changes_a_vector_changes_the_key(
+    tiny_qwen2_vl: Path, tmp_path: Path, base: str, changed: str, modality: str
+) -> None:
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    inputs: list[Any] = _pictures(tmp_path) if modality == "image" else TEXTS
+    first, second = base.format(tiny_qwen2_vl), changed.format(tiny_qwen2_vl)
+    assert _second_run_embeds(first, second, cache, inputs, modality) == (2, 0)
+
+
+def test_the_adapter_changes_the_key(tiny_qwen2_vl: Path, tmp_path: Path) -> None:
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModel
+
+    base = AutoModel.from_pretrained(tiny_qwen2_vl)
+    config = peft.LoraConfig(r=2, lora_alpha=2, target_modules=r".*\.layers\.0\.self_attn\.q_proj$")
+    peft.get_peft_model(base, config).save_pretrained(tmp_path / "adapter")
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    spec = f"mllm:{tiny_qwen2_vl}"
+    adapted = f"{spec}+adapter={tmp_path / 'adapter'}"
+    assert _second_run_embeds(spec, adapted, cache, TEXTS, "text") == (2, 0)
+
+
+def test_role_instruction_and_flip_change_the_key(tiny_qwen2_vl: Path, tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    for family in ("mllm", "gme", "vlm2vec"):
+        spec = f"{family}:{tiny_qwen2_vl}+min_pixels=784+max_pixels=3136"
+        model = _model(spec, cache)
+        model.embed_texts(TEXTS, instruction="Find it.")
+        assert model.stats["embedded"] == 2
+        model.embed_texts(TEXTS, instruction="Find it.")
+        assert model.stats["cached"] == 2  # the same call is served from the cache
+        model.embed_texts(TEXTS, instruction="Find them.")
+        assert model.stats["embedded"] == 4  # another instruction: embedded again
+        model.embed_texts(TEXTS, role="document", instruction="Find it.")
+        # vlm2vec's prompt has no role: a document with the same instruction is the same input
+        assert model.stats["embedded"] == (4 if family == "vlm2vec" else 6)
+    pictures = _pictures(tmp_path)
+    model = _model(f"mllm:{tiny_qwen2_vl}", cache)
+    plain = model.embed_images(pictures)
+    flipped = model.embed_images([ImageRef(p, flip=True) for p in pictures])
+    assert model.stats["embedded"] == 4 and model.stats["cached"] == 0
+    assert not np.allclose(plain, flipped)
+
+
+def test_qwen3_vl_embedding_instruction_changes_the_key(
+    tiny_qwen3_vl: Path, tmp_path: Path
+) -> None:
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    model = _model(f"qwen3-vl-embedding:{tiny_qwen3_vl}", cache)
+    model.embed_texts(TEXTS)
+    model.embed_texts(TEXTS, instruction="Find the caption")
+    model.embed_texts(TEXTS, instruction="Find the caption.")  # the same prompt after the rule
+    assert (model.stats["embedded"], model.stats["cached"]) == (4, 2)
+
+
+def test_fingerprint_records_the_real_image_pipeline(tiny_qwen2_vl: Path) -> None:
+    model = load_embedder(
+        f"mllm:{tiny_qwen2_vl}+min_pixels=1568+max_pixels=2352", cache=False, dtype="float32"
+    )
+    images = model.describe()["images"]
+    processor = model.image_processor
+    assert (images["shortest_edge"], images["longest_edge"]) == (1568, 2352)
+    assert images["mean"] == list(processor.image_mean)
+    assert images["std"] == list(processor.image_std)
+    assert images["processor_resizes"] is True and images["stages"] == []
+    assert model.describe()["positions"] == "mrope"
