@@ -113,15 +113,17 @@ def test_the_cache_commits_batch_by_batch(tmp_path: Path) -> None:
     assert np.array_equal(vectors, Recorder().embed_texts(texts))
 
 
-def test_cache_writes_from_the_background_thread_fail_loudly(tmp_path: Path) -> None:
+def test_cache_writes_from_the_background_thread_fail_loudly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = EmbeddingCache(tmp_path / "c.sqlite")
 
-    class Broken(Recorder):
-        def _encode_texts(self, texts: list[str], role: str, instruction: str | None) -> Any:
-            return [[object()] for _ in texts]  # not float vectors: storing them fails
+    def disk_full(*_: Any) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
 
-    with pytest.raises((TypeError, ValueError)):
-        Broken(cache=cache).embed_texts(["x"])
+    monkeypatch.setattr(EmbeddingCache, "put_many", disk_full)
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        Recorder(cache=cache, batch_size=2).embed_texts(["a", "b", "c"])
 
 
 def test_describe_runs_once() -> None:

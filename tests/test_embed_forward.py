@@ -20,6 +20,8 @@ from bindkit.embed.images import load_image
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+pytestmark = pytest.mark.usefixtures("float32_exact")
+
 TEXTS = ["a red cube", "a striped cube and a transparent kite in a gray room", "kite"]
 
 
@@ -62,7 +64,7 @@ def _check(
         ("mllm:{}", "query", None),
         ("mllm:{}", "query", "Find the matching caption."),
         ("mllm:{}", "document", None),
-        ("gme:{}", "query", "Find an image."),
+        ("gme:{}+min_pixels=784+max_pixels=3136", "query", "Find an image."),
         ("vlm2vec:{}", "document", None),
         ("mllm:{}+dim=16", "query", None),
     ],
@@ -70,13 +72,15 @@ def _check(
 def test_mllm_forward_equals_embedding(
     tiny_qwen2_vl: Path, spec: str, role: str, instruction: str | None
 ) -> None:
-    model = load_embedder(spec.format(tiny_qwen2_vl), cache=False, progress=False)
+    model = load_embedder(spec.format(tiny_qwen2_vl), cache=False, progress=False, dtype="float32")
     _check(model, "text", TEXTS, role, instruction)
     _check(model, "image", _images(), role, instruction)
 
 
 def test_qwen3_vl_embedding_forward_equals_embedding(tiny_qwen3_vl: Path) -> None:
-    model = load_embedder(f"qwen3-vl-embedding:{tiny_qwen3_vl}", cache=False, progress=False)
+    model = load_embedder(
+        f"qwen3-vl-embedding:{tiny_qwen3_vl}", cache=False, progress=False, dtype="float32"
+    )
     _check(model, "text", TEXTS, "query", "Retrieve the caption")
     _check(model, "image", _images(), "document", None)
 
