@@ -138,7 +138,8 @@ def test_default_batch_size_per_device() -> None:
     torch = pytest.importorskip("torch")
     from bindkit.embed.backends._torch import default_batch_size
 
-    small, large = torch.nn.Linear(10, 10), torch.nn.Embedding(1_000_000, 200)
+    small = torch.nn.Linear(10, 10)
+    large = torch.nn.Embedding(1_000_000, 200, device="meta")  # counted, never allocated
     assert default_batch_size("cpu", small) == 32
     assert default_batch_size("cuda:0", small) == 256
     assert default_batch_size("cuda", large) == 128  # 200 M parameters

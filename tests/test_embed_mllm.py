@@ -221,3 +221,12 @@ def test_peft_adapter_changes_the_model_and_the_fingerprint(
     adapted = load(f"mllm:{tiny_qwen2_vl}+adapter={tmp_path / 'adapter'}")
     assert plain.fingerprint != adapted.fingerprint
     assert not np.allclose(plain.embed_texts(TEXTS), adapted.embed_texts(TEXTS), atol=1e-4)
+
+
+def test_a_missing_checkpoint_fails_at_once(tmp_path: Path) -> None:
+    from bindkit.errors import BindkitError
+
+    with pytest.raises(BindkitError, match="not a local directory and not a valid hub id"):
+        load(f"mllm:{tmp_path}/nonexistent")
+    with pytest.raises(BindkitError, match="not in the Hugging Face cache"):
+        load("qwen3-vl-embedding:Qwen/Qwen3-VL-Embedding-2B")

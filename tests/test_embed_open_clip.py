@@ -168,3 +168,4 @@ def test_preprocess_cfg_is_read_and_recorded(tiny_clip: Any) -> None:
         Preprocess.from_cfg({"size": 32, "resize_mode": "crop"})
     images = tiny_clip.describe()["images"]
     assert (images["resize_mode"], images["interpolation"]) == ("shortest", "bicubic")
+    assert (images["exif"], images["alpha_on_white"]) == (False, False)  # open_clip's loaders

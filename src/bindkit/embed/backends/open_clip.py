@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from bindkit.embed.backends._torch import TorchEmbedder, normalize
+from bindkit.embed.images import ImagePolicy
 from bindkit.embed.protocol import Modality, Role
 from bindkit.embed.weights import file_digest
 from bindkit.errors import BindkitError
@@ -119,6 +120,8 @@ class OpenClipEmbedder(TorchEmbedder):
     """Text and image towers of an open_clip model (roles and instructions are ignored)."""
 
     modalities = frozenset({"text", "image"})
+    #: open_clip's loaders open files with PIL and ``convert("RGB")``: no EXIF transpose
+    image_policy = ImagePolicy(exif=False, alpha_on_white=False)
 
     def __init__(
         self,
