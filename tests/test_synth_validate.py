@@ -79,8 +79,8 @@ def rules_of(failures: list[Any]) -> dict[str, set[str]]:
 @pytest.mark.skipif(not CASES_DIR.is_dir(), reason=f"no fidelity cases at {CASES_DIR}")
 def test_every_shared_fidelity_case_is_rejected_with_its_rule() -> None:
     _, failures = validate_file(CASES_DIR / "synth_adv.jsonl")
-    per_line = {}
-    for where, example_id, rejection in failures:
+    per_line: dict[str, list[str]] = {}
+    for _where, example_id, rejection in failures:
         per_line.setdefault(example_id, []).append(rejection.rule)
     rows = [json.loads(x) for x in (CASES_DIR / "synth_adv.jsonl").read_text().splitlines()]
     assert {r["id"] for r in rows} == set(FIDELITY)
