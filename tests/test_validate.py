@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import shutil
@@ -340,7 +341,7 @@ def test_reshuffle_accepts_chance_order_keeping(tmp_path: Path) -> None:
     chains: dict[str, list[Any]] = {}
     for m in sorted(mcqs, key=lambda m: m.step or 0):
         chains.setdefault(m.chain or "", []).append(m)
-    kept = sum(keeps_order(a, b) for c in chains.values() for a, b in zip(c, c[1:]))
+    kept = sum(keeps_order(a, b) for c in chains.values() for a, b in itertools.pairwise(c))
     assert kept > 0 and check_reshuffle(chains) == []  # some steps keep order by chance
 
 
