@@ -138,18 +138,19 @@ class Filler:
         if n == 0:
             return []
         options = (_fillers(True).get(n) if place else None) or _fillers(False).get(n, [])
-        fresh = [o for o in options if not self._words(o) & self.used]
+        fresh = [o for o in options if self.used.isdisjoint(_content_words(o))]
         if fresh or options:
             choice = self.rng.choice(fresh or options)
-            self.used |= self._words(choice)
+            self.used |= _content_words(choice)
             return list(choice)
         half = n // 2  # longer than any chain: join two
         return self(half, place=place) + self(n - half, place=place)
 
-    @staticmethod
-    def _words(seq: tuple[str, ...]) -> set[str]:
-        # content words only: "the", "a" and prepositions may repeat
-        return {w for w in seq if len(w) > 3}
+
+@cache
+def _content_words(seq: tuple[str, ...]) -> frozenset[str]:
+    """A filler's words that must not repeat in one caption ("the", "a", "on", ... may)."""
+    return frozenset(w for w in seq if len(w) > 3)
 
 
 @cache
