@@ -371,7 +371,7 @@ def check_options(
     for option, value, lo, hi in bounds:
         if not lo <= value <= hi or value != value:  # NaN compares false both ways
             low = "above 0" if lo == 0.001 else f"at least {lo:g}"
-            raise BindkitError(f"{option} {value}: must be {low} and at most {hi:,g}")
+            raise BindkitError(f"{option} {value}: must be {low} and at most {int(hi):,}")
 
 
 def _synth_data_hashes() -> dict[str, str]:
