@@ -133,6 +133,7 @@ BAD_OPTIONS = [
     (["--n", "5", "--timeout", "nan"], "--timeout nan"),
     (["--n", "5", "--max-retries", "-1"], "--max-retries -1"),
     (["--n", "5", "--max-failures", "0"], "--max-failures 0"),
+    (["--n", "5", "--max-attempts", "0"], "--max-attempts 0"),
     (["--n", "5", "--exclude-vocab", "/no/such/vocab"], "--exclude-vocab /no/such/vocab"),
     (
         ["--n", "5", "--backend", "openai", "--base-url", "ftp://x/v1", "--llm-model", "m"],

@@ -50,6 +50,12 @@ def register(commands: Any) -> None:
         help="stop after this many failed requests in a row (server down or unreachable)",
     )
     gen.add_argument(
+        "--max-attempts",
+        type=int,
+        default=None,
+        help="give up after this many attempts (default: max(1000, 50 x --n))",
+    )
+    gen.add_argument(
         "--prompts",
         type=Path,
         default=None,
@@ -104,6 +110,7 @@ def _generate(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         max_retries=args.max_retries,
         max_failures=args.max_failures,
+        max_attempts=args.max_attempts,
         prompts=args.prompts,
         splits=not args.no_splits,
         exclude_vocab=args.exclude_vocab,

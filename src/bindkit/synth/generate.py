@@ -358,7 +358,13 @@ class RunResult:
 
 
 def check_options(
-    n: int, *, concurrency: int, timeout: float, max_retries: int, max_failures: int
+    n: int,
+    *,
+    concurrency: int,
+    timeout: float,
+    max_retries: int,
+    max_failures: int,
+    max_attempts: int | None = None,
 ) -> None:
     """Refuse runaway or meaningless sizes before any work (one line naming the option)."""
     bounds: list[tuple[str, float, float, float]] = [
@@ -368,6 +374,8 @@ def check_options(
         ("--max-retries", max_retries, 0, 100),
         ("--max-failures", max_failures, 1, 1_000_000),
     ]
+    if max_attempts is not None:
+        bounds.append(("--max-attempts", max_attempts, 1, 1000 * MAX_N))
     for option, value, lo, hi in bounds:
         if not lo <= value <= hi or value != value:  # NaN compares false both ways
             low = "above 0" if lo == 0.001 else f"at least {lo:g}"
@@ -491,6 +499,7 @@ def run(
     timeout: float = 120.0,
     max_retries: int = 5,
     max_failures: int = 20,
+    max_attempts: int | None = None,
     prompts: str | Path | None = None,
     splits: bool = True,
     exclude_vocab: str | Path | None = None,
@@ -515,6 +524,7 @@ def run(
         timeout: openai: seconds per request.
         max_retries: openai: retries of one request on 408/429/5xx and network errors.
         max_failures: stop after this many transport failures in a row.
+        max_attempts: give up after this many attempts (default: max(1000, 50 × n)).
         prompts: openai: a directory of prompt templates (default: the packaged ones).
         splits: write train/val/test/held-out triplet files afterwards.
         exclude_vocab: a SABER vocabulary directory (or ``"builtin"``): also write the NoOverlap,
@@ -533,6 +543,7 @@ def run(
 
     check_options(
         n,
+        max_attempts=max_attempts,
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
@@ -560,6 +571,7 @@ def run(
         "timeout": timeout,
         "max_retries": max_retries,
         "max_failures": max_failures,
+        "max_attempts": max_attempts,
         "prompts": None if prompts is None else str(prompts),
         "splits": splits,
         "exclude_vocab": None if exclude_vocab is None else str(exclude_vocab),
@@ -576,6 +588,7 @@ def run(
             engine,
             seed=seed,
             concurrency=concurrency,
+            max_attempts=max_attempts,
             max_failures=max_failures,
             progress=progress,
         )
