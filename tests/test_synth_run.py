@@ -32,7 +32,8 @@ def _copy(src: Path, dst: Path) -> Path:
 
 
 def test_the_python_function_equals_the_cli(base_run: Path, tmp_path: Path) -> None:
-    assert main(["synth", "generate", "--n", "60", "--seed", "4", "--out", str(tmp_path), "-q"]) == 0
+    argv = ["synth", "generate", "--n", "60", "--seed", "4", "--out", str(tmp_path), "-q"]
+    assert main(argv) == 0
     for name in (EXAMPLES, MANIFEST, "train.jsonl", "test.jsonl", "splits.json"):
         assert (tmp_path / name).read_bytes() == (base_run / name).read_bytes(), name
 

@@ -109,7 +109,8 @@ def test_subsets_depend_on_train_only(plain: Path) -> None:
 
 
 def test_mixed_lengths_rows(ablations: Path, plain: Path) -> None:
-    rows = [json.loads(x) for x in (ablations / "mixed_lengths/train.jsonl").read_text().splitlines()]
+    lines = (ablations / "mixed_lengths/train.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in lines]
     plain_rows = (plain / "train.jsonl").read_text().splitlines()
     assert len(rows) == 3 * len(plain_rows)
     formats = [r["format"] for r in rows]
@@ -141,7 +142,7 @@ def test_verify_splits_detects_an_incomplete_or_stale_set(plain: Path, tmp_path:
     assert verify_splits(out)["options"]["seed"] == 1
     test = (out / "test.jsonl").read_bytes()
     (out / "test.jsonl").write_bytes(test[: len(test) // 2])
-    with pytest.raises(DataFormatError, match="test.jsonl: not the file .* records"):
+    with pytest.raises(DataFormatError, match=r"test\.jsonl: not the file .* records"):
         verify_splits(out)
     (out / "test.jsonl").write_bytes(test)
     with (out / EXAMPLES).open("a") as handle:
@@ -171,7 +172,7 @@ def test_split_refuses_missing_empty_or_bad_input(
 ) -> None:
     from bindkit.cli import main
 
-    with pytest.raises(DataFormatError, match="examples.jsonl: not found"):
+    with pytest.raises(DataFormatError, match=r"examples\.jsonl: not found"):
         write_splits(tmp_path)
     (tmp_path / EXAMPLES).write_text("")
     with pytest.raises(DataFormatError, match="holds no examples"):
