@@ -261,3 +261,41 @@ def test_two_concurrent_generators_the_second_refuses(tmp_path: Path) -> None:
     assert f"(PID {first.pid})" in second.stderr and len(second.stderr.strip().splitlines()) == 1
     rows = (tmp_path / EXAMPLES).read_text().splitlines()
     assert len(rows) == 3000 and len({json.loads(r)["id"] for r in rows}) == 3000
+
+
+def test_unwritable_or_impossible_out_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BindkitError, match=r"--out .*file/s: cannot create it \(Not a directory\)"):
+        run(tmp_path / "file" / "s", 5, progress=False)
+    if os.geteuid() != 0:  # root writes anywhere
+        (tmp_path / "ro").mkdir(mode=0o500)
+        with pytest.raises(BindkitError, match="cannot create it"):
+            run(tmp_path / "ro" / "s", 5, progress=False)
+
+
+def test_a_full_disk_is_one_line_and_resumable(
+    base_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from bindkit.synth import generate as module
+
+    out = _copy(base_run, tmp_path / "run")
+    real = module._append
+
+    def full(handle: object, row: dict[str, object]) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(out / EXAMPLES))
+
+    monkeypatch.setattr(module, "_append", full)
+    with pytest.raises(BindkitError, match=r"examples.jsonl: No space left on device; fix that"):
+        run(out, 70, seed=4, progress=False)
+    monkeypatch.setattr(module, "_append", real)
+    assert run(out, 70, seed=4, progress=False).controller.accepted == 70
+
+
+def test_a_smaller_target_keeps_what_is_there_and_says_so(
+    base_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _copy(base_run, tmp_path / "run")
+    assert main(["synth", "generate", "--n", "10", "--seed", "4", "--out", str(out), "-q"]) == 0
+    assert "already held 60 examples, more than --n 10" in capsys.readouterr().err

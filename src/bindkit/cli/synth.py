@@ -122,6 +122,12 @@ def _generate(args: argparse.Namespace) -> int:
         f"{result.controller.accepted} examples in {args.out / 'examples.jsonl'} "
         f"({result.controller.accepted - result.stats.resumed} new in {result.seconds:.1f}s)"
     )
+    if result.stats.resumed > args.n:
+        print(
+            f"note: {args.out} already held {result.stats.resumed} examples, more than --n "
+            f"{args.n}; nothing was generated and the splits use all of them",
+            file=sys.stderr,
+        )
     if result.splits is not None:
         _print_counts(result.splits)
     return 0

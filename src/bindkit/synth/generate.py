@@ -424,6 +424,12 @@ def check_out(out: Path) -> dict[str, Any] | None:
     if out.exists() and not out.is_dir():
         raise BindkitError(f"--out {out}: is a file, not a directory; choose a directory")
     if not out.exists():
+        try:
+            out.mkdir(parents=True)
+        except OSError as exc:
+            raise BindkitError(
+                f"--out {out}: cannot create it ({exc.strerror}); choose another directory"
+            ) from None
         return None
     if (out / "saber.jsonl").exists():
         raise BindkitError(f"--out {out}: is a SABER directory; choose an empty or new --out")
@@ -536,10 +542,9 @@ def run(
         >>> result = run("synth", 1000, seed=0, progress=False)  # doctest: +SKIP
         >>> result.splits["train"]  # doctest: +SKIP
     """
-    from bindkit._io import atomic_write_text
     from bindkit._lock import directory_lock
-    from bindkit.synth.backends import BackendOptions, describe, make_backend
-    from bindkit.synth.splits import check_exclude_vocab, write_splits
+    from bindkit.synth.backends import BackendOptions, make_backend
+    from bindkit.synth.splits import check_exclude_vocab
 
     check_options(
         n,
@@ -551,8 +556,6 @@ def run(
     )
     if exclude_vocab is not None:
         check_exclude_vocab(exclude_vocab)
-    out = Path(out)
-    old = check_out(out)
     engine = make_backend(
         backend,
         BackendOptions(
@@ -565,6 +568,8 @@ def run(
             prompts=prompts,
         ),
     )
+    out = Path(out)
+    old = check_out(out)
     options = {
         "n": n,
         "concurrency": concurrency,
@@ -577,29 +582,55 @@ def run(
         "exclude_vocab": None if exclude_vocab is None else str(exclude_vocab),
         "mixed_lengths": mixed_lengths,
     }
-    with directory_lock(out, "bindkit synth generate"):
-        clean_temporary(out)
-        manifest = _manifest(describe(engine), seed, options, old)
-        atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
-        start = time.perf_counter()
-        controller, stats = generate(
-            out,
-            n,
-            engine,
-            seed=seed,
-            concurrency=concurrency,
-            max_attempts=max_attempts,
-            max_failures=max_failures,
-            progress=progress,
-        )
-        seconds = time.perf_counter() - start
-        counts = None
-        if splits:
-            counts = write_splits(
-                out,
-                seed=seed,
-                exclude_vocab=exclude_vocab,
-                mixed_lengths=mixed_lengths,
-                lock=False,
+    try:
+        with directory_lock(out, "bindkit synth generate"):
+            return _locked_run(
+                out, n, engine, seed, options, old, max_attempts, max_failures, progress
             )
+    except OSError as exc:  # disk full, permissions changed under a long run, ...
+        where = exc.filename or out
+        raise BindkitError(
+            f"{where}: {exc.strerror or exc}; fix that and rerun the same command to resume"
+        ) from None
+
+
+def _locked_run(
+    out: Path,
+    n: int,
+    engine: Backend | AsyncBackend,
+    seed: int,
+    options: dict[str, Any],
+    old: dict[str, Any] | None,
+    max_attempts: int | None,
+    max_failures: int,
+    progress: bool,
+) -> RunResult:
+    from bindkit._io import atomic_write_text
+    from bindkit.synth.backends import describe
+    from bindkit.synth.splits import write_splits
+
+    clean_temporary(out)
+    manifest = _manifest(describe(engine), seed, options, old)
+    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    start = time.perf_counter()
+    controller, stats = generate(
+        out,
+        n,
+        engine,
+        seed=seed,
+        concurrency=options["concurrency"],
+        max_attempts=max_attempts,
+        max_failures=max_failures,
+        progress=progress,
+    )
+    seconds = time.perf_counter() - start
+    counts = None
+    if options["splits"]:
+        counts = write_splits(
+            out,
+            seed=seed,
+            exclude_vocab=options["exclude_vocab"],
+            mixed_lengths=options["mixed_lengths"],
+            lock=False,
+        )
     return RunResult(out, controller, stats, seconds, counts)
