@@ -569,7 +569,7 @@ def run(
         ),
     )
     out = Path(out)
-    old = check_out(out)
+    check_out(out)
     options = {
         "n": n,
         "concurrency": concurrency,
@@ -584,9 +584,7 @@ def run(
     }
     try:
         with directory_lock(out, "bindkit synth generate"):
-            return _locked_run(
-                out, n, engine, seed, options, old, max_attempts, max_failures, progress
-            )
+            return _locked_run(out, n, engine, seed, options, max_attempts, max_failures, progress)
     except OSError as exc:  # disk full, permissions changed under a long run, ...
         where = exc.filename or out
         raise BindkitError(
@@ -600,7 +598,6 @@ def _locked_run(
     engine: Backend | AsyncBackend,
     seed: int,
     options: dict[str, Any],
-    old: dict[str, Any] | None,
     max_attempts: int | None,
     max_failures: int,
     progress: bool,
@@ -610,7 +607,8 @@ def _locked_run(
     from bindkit.synth.splits import write_splits
 
     clean_temporary(out)
-    manifest = _manifest(describe(engine), seed, options, old)
+    # read under the lock: the manifest a finished concurrent writer left is the one to match
+    manifest = _manifest(describe(engine), seed, options, read_manifest(out))
     atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     start = time.perf_counter()
     controller, stats = generate(
