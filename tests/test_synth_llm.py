@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("httpx")
 
 from bindkit.errors import BindkitError
-from bindkit.synth.backends.base import BackendUnavailable, redact
+from bindkit.synth.backends.base import BackendUnavailable, Rejected, redact
 from bindkit.synth.backends.openai import OpenAIBackend, build_prompt, load_prompts
 from bindkit.synth.backends.template import TemplateBackend
 from bindkit.synth.constructions import CONSTRUCTIONS
@@ -280,3 +280,24 @@ def test_redact() -> None:
     clean = redact(text, [KEY])
     assert KEY not in clean and "abc123" not in clean and "Bearer" not in clean
     assert redact("nothing secret here", [KEY]) == "nothing secret here"
+
+
+def test_a_connect_timeout_is_short_and_not_retried() -> None:
+    import asyncio
+
+    import httpx
+
+    class Blackhole:
+        calls = 0
+
+        async def post(self, url: str, json: Any) -> None:
+            Blackhole.calls += 1
+            raise httpx.ConnectTimeout("")
+
+    backend = OpenAIBackend(base_url="http://10.255.255.1/v1", model="m", max_retries=5)
+    client = backend.make_client()
+    assert client.timeout.connect == 10.0 and client.timeout.read == 120.0
+    backend._client = Blackhole()
+    with pytest.raises(Rejected, match=r"cannot connect \(ConnectTimeout\)") as info:
+        asyncio.run(backend.produce_async(Controller().plan(0, 0)))
+    assert info.value.transport and Blackhole.calls == 1

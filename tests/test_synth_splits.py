@@ -222,3 +222,19 @@ def test_a_killed_split_never_leaves_a_mixed_set(tmp_path: Path) -> None:
         assert not any(p.name.endswith(".tmp") for p in out.iterdir())
         assert {name: (out / name).read_bytes() for name in old} == old
     assert outcomes  # at least one kill landed
+
+
+def test_splits_are_the_same_whatever_the_hash_seed(plain: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    out = shutil.copytree(plain, tmp_path / "run")
+    command = [sys.executable, "-m", "bindkit", "synth", "split", str(out)]
+    command += ["--exclude-vocab", "builtin", "--mixed-lengths"]
+    written = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+        written.append({p: p.read_bytes() for p in sorted(out.rglob("*.json*"))})
+    assert written[0] == written[1] and len(written[0]) > 20

@@ -29,6 +29,7 @@ from bindkit.synth.diversity import Plan
 from bindkit.synth.example import Example
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+CONNECT_TIMEOUT = 10.0  # seconds
 _ORDER = {
     "first_first": "Describe the first-introduced object first.",
     "second_first": "Describe the second-introduced object first (e.g. 'the latter ... the "
@@ -187,14 +188,20 @@ class OpenAIBackend(AsyncBackend):
             "prompts_sha256": prompts_sha256(self.templates),
         }
 
+    def make_client(self) -> Any:
+        """An ``httpx.AsyncClient`` with the key and the timeouts."""
+        # a live server accepts a connection at once, however busy: wait long for answers only
+        timeout = self._httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT))
+        return self._httpx.AsyncClient(
+            timeout=timeout, headers={"Authorization": f"Bearer {self.api_key}"}
+        )
+
     def _redact(self, text: str) -> str:
         return redact(text, [self.api_key])
 
     async def produce_async(self, plan: Plan) -> Example:
         if self._client is None:
-            self._client = self._httpx.AsyncClient(
-                timeout=self.timeout, headers={"Authorization": f"Bearer {self.api_key}"}
-            )
+            self._client = self.make_client()
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "user", "content": build_prompt(plan, self.templates)}],
@@ -212,11 +219,11 @@ class OpenAIBackend(AsyncBackend):
         for retry in range(self.max_retries + 1):
             try:
                 response = await self._client.post(url, json=body)
-            except self._httpx.ConnectError as exc:
+            except (self._httpx.ConnectError, self._httpx.ConnectTimeout) as exc:
                 # nothing listening (or no route): another try in a second will not help
                 raise Rejected(
                     "backend_error",
-                    f"cannot connect ({self._redact(str(exc)) or 'refused'})",
+                    f"cannot connect ({self._redact(str(exc)) or type(exc).__name__})",
                     transport=True,
                 ) from None
             except (self._httpx.TimeoutException, self._httpx.TransportError) as exc:
