@@ -153,9 +153,11 @@ def _free_port() -> int:
 
 
 def test_nothing_listening_ends_in_one_line_within_30_seconds(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from bindkit.cli import main
+
+    monkeypatch.setenv("BINDKIT_PROGRESS", "1")
 
     port = _free_port()
     start = time.monotonic()

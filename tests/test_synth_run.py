@@ -299,3 +299,14 @@ def test_a_smaller_target_keeps_what_is_there_and_says_so(
     out = _copy(base_run, tmp_path / "run")
     assert main(["synth", "generate", "--n", "10", "--seed", "4", "--out", str(out), "-q"]) == 0
     assert "already held 60 examples, more than --n 10" in capsys.readouterr().err
+
+
+def test_bindkit_progress_0_silences_the_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BINDKIT_PROGRESS", "0")
+    assert main(["synth", "generate", "--n", "5", "--out", str(tmp_path / "a")]) == 0
+    assert "examples:" not in capsys.readouterr().err
+    monkeypatch.setenv("BINDKIT_PROGRESS", "1")
+    assert main(["synth", "generate", "--n", "5", "--out", str(tmp_path / "b")]) == 0
+    assert "examples:" in capsys.readouterr().err

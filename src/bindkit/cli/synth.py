@@ -115,7 +115,7 @@ def _generate(args: argparse.Namespace) -> int:
         splits=not args.no_splits,
         exclude_vocab=args.exclude_vocab,
         mixed_lengths=args.mixed_lengths,
-        progress=not args.quiet,
+        progress=False if args.quiet else None,
     )
     print(result.stats.table(result.controller))
     print(

@@ -510,7 +510,7 @@ def run(
     splits: bool = True,
     exclude_vocab: str | Path | None = None,
     mixed_lengths: bool = False,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> RunResult:
     """Generate a synthetic binding data set into ``out`` (resuming), then write its splits.
 
@@ -536,7 +536,7 @@ def run(
         exclude_vocab: a SABER vocabulary directory (or ``"builtin"``): also write the NoOverlap,
             Random and OverlapOnly training subsets (see :func:`bindkit.synth.splits.write_splits`).
         mixed_lengths: also write the MixedLengths training set.
-        progress: show a progress bar.
+        progress: show a progress bar (default: on unless ``BINDKIT_PROGRESS=0``).
 
     Example:
         >>> result = run("synth", 1000, seed=0, progress=False)  # doctest: +SKIP
@@ -546,6 +546,8 @@ def run(
     from bindkit.synth.backends import BackendOptions, make_backend
     from bindkit.synth.splits import check_exclude_vocab
 
+    if progress is None:
+        progress = os.environ.get("BINDKIT_PROGRESS") not in ("0", "false")
     check_options(
         n,
         max_attempts=max_attempts,
