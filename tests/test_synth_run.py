@@ -130,7 +130,7 @@ BAD_OPTIONS = [
     (["--n", "10000001"], "--n 10000001: must be at least 1 and at most 10,000,000"),
     (["--n", "5", "--concurrency", "0"], "--concurrency 0"),
     (["--n", "5", "--concurrency", "5000"], "--concurrency 5000"),
-    (["--n", "5", "--timeout", "0"], "--timeout 0.0: must be above 0"),
+    (["--n", "5", "--timeout", "0"], "--timeout 0.0: must be at least 0.001"),
     (["--n", "5", "--timeout", "nan"], "--timeout nan"),
     (["--n", "5", "--max-retries", "-1"], "--max-retries -1"),
     (["--n", "5", "--max-failures", "0"], "--max-failures 0"),

@@ -378,8 +378,7 @@ def check_options(
         bounds.append(("--max-attempts", max_attempts, 1, 1000 * MAX_N))
     for option, value, lo, hi in bounds:
         if not lo <= value <= hi or value != value:  # NaN compares false both ways
-            low = "above 0" if lo == 0.001 else f"at least {lo:g}"
-            raise BindkitError(f"{option} {value}: must be {low} and at most {int(hi):,}")
+            raise BindkitError(f"{option} {value}: must be at least {lo:g} and at most {int(hi):,}")
 
 
 def _synth_data_hashes() -> dict[str, str]:
@@ -417,8 +416,9 @@ def read_manifest(out: Path) -> dict[str, Any] | None:
     return manifest
 
 
-def check_out(out: Path) -> dict[str, Any] | None:
-    """Refuse an --out that is not a synth run (a SABER directory, any other non-empty one)."""
+def check_out(out: Path) -> None:
+    """Refuse an --out that is not a synth run (a SABER directory, any other non-empty one);
+    create a new one."""
     from bindkit._lock import LOCK_NAME
 
     if out.exists() and not out.is_dir():
@@ -430,11 +430,10 @@ def check_out(out: Path) -> dict[str, Any] | None:
             raise BindkitError(
                 f"--out {out}: cannot create it ({exc.strerror}); choose another directory"
             ) from None
-        return None
+        return
     if (out / "saber.jsonl").exists():
         raise BindkitError(f"--out {out}: is a SABER directory; choose an empty or new --out")
-    manifest = read_manifest(out)
-    if manifest is None and not (out / EXAMPLES).exists():
+    if read_manifest(out) is None and not (out / EXAMPLES).exists():
         foreign = sorted(
             p.name for p in out.iterdir() if p.name != LOCK_NAME and not _is_temporary(p)
         )
@@ -443,7 +442,6 @@ def check_out(out: Path) -> dict[str, Any] | None:
                 f"--out {out}: not empty ({foreign[0]}, ...) and not a synth run; choose an "
                 "empty or new --out"
             )
-    return manifest
 
 
 def _is_temporary(path: Path) -> bool:
