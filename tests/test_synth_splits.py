@@ -154,6 +154,19 @@ def test_verify_splits_detects_an_incomplete_or_stale_set(plain: Path, tmp_path:
         verify_splits(out)
 
 
+def test_split_verify_from_the_cli(
+    plain: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bindkit.cli import main
+
+    out = shutil.copytree(plain, tmp_path / "run")
+    assert main(["synth", "split", str(out), "--verify"]) == 0
+    assert "5 split files, one complete set" in capsys.readouterr().out
+    (out / "val.jsonl").write_text("")
+    assert main(["synth", "split", str(out), "--verify"]) == 2
+    assert "val.jsonl: not the file" in capsys.readouterr().err
+
+
 def test_split_defaults_to_the_runs_seed_and_drops_stale_variants(
     ablations: Path, plain: Path, tmp_path: Path
 ) -> None:

@@ -75,6 +75,12 @@ def register(commands: Any) -> None:
     spl.add_argument("directory", type=Path)
     spl.add_argument("--seed", type=int, default=None, help="default: the run's seed")
     _split_options(spl)
+    spl.add_argument(
+        "--verify",
+        action="store_true",
+        help="write nothing: check that the split files are one complete set made from "
+        "DIR/examples.jsonl (exit 2 naming the first file that is not)",
+    )
     spl.set_defaults(handler=_split)
 
 
@@ -138,7 +144,12 @@ def _print_counts(counts: dict[str, int]) -> None:
 
 
 def _split(args: argparse.Namespace) -> int:
-    from bindkit.synth.splits import write_splits
+    from bindkit.synth.splits import verify_splits, write_splits
+
+    if args.verify:
+        summary = verify_splits(args.directory)
+        print(f"{args.directory}: {len(summary['files'])} split files, one complete set")
+        return 0
 
     counts = write_splits(
         args.directory,
