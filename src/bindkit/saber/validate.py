@@ -22,6 +22,7 @@ from bindkit.saber.io import (
     FORMAT_VERSION,
     MCQ,
     SABER_FILE,
+    image_set_sha256,
     mcq_from_json,
     read_manifest,
     saber_file,
@@ -55,7 +56,7 @@ RULES: dict[str, str] = {
     "chain": "a chain's steps are consecutive from the smallest N, and each step keeps every "
     "earlier binding (and its realisation) and adds exactly one",
     "balance": "for each N, half of the MCQs are independent and half nested",
-    "manifest": "manifest.json matches the data (format, counts, file hash)",
+    "manifest": "manifest.json matches the data (format, counts, file hash, image set hash)",
 }
 
 
@@ -308,6 +309,21 @@ def check_manifest(
                 "saber.jsonl changed after the manifest was written (hash differs)",
             )
         )
+    images = manifest.get("images")
+    if isinstance(images, dict):
+        try:
+            count, digest = image_set_sha256(directory, mcqs)
+        except DataFormatError:
+            return out  # a missing image is reported once, by the `image` rule
+        if images.get("count") != count or images.get("sha256") != digest:
+            out.append(
+                Violation(
+                    "manifest",
+                    where,
+                    f"images changed after rendering (manifest: {images.get('count')} images, "
+                    f"found {count}, or their hash differs); render again",
+                )
+            )
     return out
 
 
