@@ -170,6 +170,10 @@ class ProceduralBackend:
 
     def check(self, mcqs: Sequence[MCQ]) -> None:
         """Raise a one-line error unless every object and attribute can be drawn."""
+        import importlib.util
+
+        if importlib.util.find_spec("PIL") is None:
+            raise BindkitError("--backend procedural needs Pillow; pip install 'bindkit[render]'")
         for mcq in mcqs:
             for item in mcq.items:
                 for attribute, obj in item.bindings:
