@@ -37,6 +37,13 @@ def register(commands: Any) -> None:
         help="vocabulary directory (objects.txt, colors.txt, attributes.toml); default: built-in",
     )
     gen.add_argument(
+        "--avoid-color-collisions",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="draw realisations so no colour attribute reappears inside another attribute's "
+        "realisation (default: on for --vocab shapes, the image sets; off otherwise)",
+    )
+    gen.add_argument(
         "--overwrite",
         action="store_true",
         help="replace saber.jsonl and manifest.json in a non-empty --out",
@@ -209,6 +216,11 @@ def _generate(args: argparse.Namespace) -> int:
         n_max=args.n_max,
         vocab=args.vocab,
         overwrite=args.overwrite,
+        avoid_color_collisions=(
+            str(args.vocab) == "shapes"
+            if args.avoid_color_collisions is None
+            else args.avoid_color_collisions
+        ),
     )
     if not args.quiet:
         c = manifest["counts"]
@@ -218,6 +230,8 @@ def _generate(args: argparse.Namespace) -> int:
         )
         print("  N     " + " ".join(f"{n:>4}" for n in c["by_n"]))
         print("  MCQs  " + " ".join(f"{v:>4}" for v in c["by_n"].values()))
+        if "color_collisions" in manifest:
+            print(f"  colour collisions left: {manifest['color_collisions']} MCQs")
     return 0
 
 
