@@ -43,7 +43,7 @@ def test_shapes_vocabulary_is_fully_drawable() -> None:
     # every variant a fixed-variant attribute can draw has a colour
     for attribute in vocab.attributes:
         for variant in attribute.variants:
-            if attribute.name in ("metallic", "wooden"):
+            if attribute.name in ("metallic", "wooden", "glowing"):
                 assert variant in materials.COLORS
 
 

@@ -170,11 +170,11 @@ def _rainbow(s: _Surface, slots: Mapping[str, str], name: str) -> tuple[np.ndarr
 def _glowing(
     s: _Surface, slots: Mapping[str, str], name: str
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    color = _rgb(slots["color"])
+    color = _rgb(slots["variant"])
     core = 0.55 + 0.45 * s.g.normal[2]  # hot centre, saturated rim
-    rgb = _mix(
-        np.broadcast_to(color, (*s.g.u.shape, 3)), np.ones(3, dtype=np.float32), 0.55 * core**2
-    )
+    # shaded body (the shape stays readable even for a white glow), a hot centre, a halo
+    body = color * (0.45 + 0.55 * s.diffuse)[..., None]
+    rgb = _mix(body, np.ones(3, dtype=np.float32), 0.35 * core**2)
     return rgb, color, 1.0
 
 

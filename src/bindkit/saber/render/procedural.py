@@ -127,7 +127,7 @@ def draw_scene(placements: Sequence[Placement], width: int, height: int) -> np.n
             halo = _blurred_disc(int(p.size * 1.2), int(p.size * 1.2), p.size * 0.14)
             offset = (halo.shape[0] - p.size) // 2
             _add(
-                canvas, halo[..., None] * sprite.glow * 0.55, p.top - offset, p.left - offset, "add"
+                canvas, halo[..., None] * sprite.glow * 0.4, p.top - offset, p.left - offset, "add"
             )
         h, w = sprite.alpha.shape
         region = canvas[p.top : p.top + h, p.left : p.left + w]
