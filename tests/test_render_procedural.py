@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -206,3 +207,17 @@ def test_cli_generate_render_validate(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["saber", "render", d, "--size", "10"]) == 2
     assert "--size 10" in capsys.readouterr().err
     assert main(["saber", "render", d, "--workers", "0"]) == 2
+
+
+def test_evaluation_does_not_mirror_rendered_images_twice(shapes_saber: Path) -> None:
+    from bindkit.tasks.saber import _inputs
+
+    items = [i for m in read_saber(shapes_saber).mcqs for i in m.items]
+    assert any(i.flip for i in items)
+    render_saber(shapes_saber, ProceduralBackend(size=64), progress=False)
+    data = read_saber(shapes_saber)
+    refs = _inputs(data, [i for m in data.mcqs for i in m.items], "image")
+    assert not any(ref.flip for ref in refs)  # the files are already mirrored
+    hand_made = dataclasses.replace(data, manifest={})  # images attached by hand: flip on read
+    refs = _inputs(hand_made, [i for m in data.mcqs for i in m.items], "image")
+    assert [ref.flip for ref in refs] == [i.flip for i in items]
