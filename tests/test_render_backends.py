@@ -249,3 +249,34 @@ def test_diffusers_missing_package_is_one_line(tmp_path: Path) -> None:
         render_saber(tmp_path, DiffusersBackend(model="x"), progress=False)
     with pytest.raises(BindkitError, match="--dtype"):
         DiffusersBackend(model="x", dtype="int8")
+
+
+def test_openai_url_responses_are_fetched(tmp_path: Path) -> None:
+    png = _png((200, 20, 20), 16)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            host = f"http://127.0.0.1:{self.server.server_address[1]}"
+            FakeImagesAPI._send(self, 200, {"data": [{"url": f"{host}/files/x.png"}]})
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(png)))
+            self.end_headers()
+            self.wfile.write(png)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        generate_saber(tmp_path, seed=0, per_n=2, n_max=2)
+        mcq = read_saber(tmp_path).mcqs[0]
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        picture = OpenAIImagesBackend(model="m", base_url=url, size=16).render(mcq.query, mcq)
+        assert picture.getpixel((5, 5)) == (200, 20, 20)
+    finally:
+        server.shutdown()
+        server.server_close()
