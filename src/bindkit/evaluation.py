@@ -93,7 +93,9 @@ def evaluate(
                 model, task_impl, dataset, key, chosen_subsets, wanted, ctx, out, overwrite,
                 batch_size, cache, verbose,
             )  # fmt: skip
-    if report:
+    if report and not records and not any(out.rglob("*.json")):
+        _say(verbose, f"report: nothing to report in {out}")
+    elif report:
         from bindkit.results.report import write_report
 
         target, plots = write_report(out, warn=lambda m: _say(True, m))
@@ -147,6 +149,8 @@ def _one_model(
             path = result_path(out, spec, meta.name, key, subset, pairing)
             where = f"{spec} {meta.name} {subset} {pairing}"
             existing = reusable(path, provenance, overwrite)
+            if existing is not None and _partial(existing):
+                existing = None  # scored without some images: they may be there now
             if existing is not None:
                 records.append(existing)
                 _say(verbose, f"{where}: up to date ({path})")
@@ -178,6 +182,11 @@ def _one_model(
             records.append(record)
             _say(verbose, f"{where}: {headline(record, meta)} → {path}")
     return records
+
+
+def _partial(record: dict[str, Any]) -> bool:
+    missing = record.get("counts", {}).get("missing_images")
+    return isinstance(missing, int) and missing > 0
 
 
 def _subsets(value: str | Sequence[str] | None, available: tuple[str, ...], task: str) -> list[str]:
