@@ -55,11 +55,15 @@ class TableEmbedder:
         self, images: Sequence[Any], *, role: str = "query", instruction: str | None = None
     ) -> np.ndarray:
         self.calls.append(("image", len(images), instruction))
-        names = [Path(getattr(i, "path", i)).name for i in images]
+        names = []
         for image in images:
+            if hasattr(image, "getpixel"):  # a PIL image: keyed by its top-left colour
+                names.append("rgb" + "-".join(map(str, image.convert("RGB").getpixel((0, 0)))))
+                continue
             path = Path(getattr(image, "path", image))
             if not path.is_file():
                 raise AssertionError(f"{path}: the task passed a missing image")
+            names.append(path.name)
         return (
             np.stack([self._vector(n) for n in names])
             if names
