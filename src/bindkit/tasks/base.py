@@ -200,6 +200,7 @@ def _scan() -> dict[str, type[Task]]:
                 and issubclass(value, Task)
                 and value.__module__ == module.__name__
                 and "metadata" in vars(value)
+                and not value.metadata.name.startswith("_")  # a shared base, not a task
             ):
                 found[value.metadata.name] = value
     from importlib.metadata import entry_points
