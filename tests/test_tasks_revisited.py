@@ -92,9 +92,9 @@ def test_roxford_task_on_a_fixture(tmp_path: Path) -> None:
     for name, colour in colours.items():
         pil.new("RGB", (8, 8), colour).save(root / "jpg" / f"{name}.jpg", format="PNG")
     query = pil.new("RGB", (8, 8), (0, 0, 255))
-    query.paste((255, 0, 0), (4, 0, 8, 8))  # the landmark: the red right half
+    query.paste((255, 0, 0), (6, 0, 8, 8))  # the landmark: the red right quarter
     query.save(root / "jpg" / "q0.jpg", format="PNG")
-    gnd = [{"bbx": [4, 0, 8, 8], "easy": [1], "hard": [2], "junk": [0]}]
+    gnd = [{"bbx": [6, 0, 8, 8], "easy": [1], "hard": [2], "junk": []}]
     with (root / "gnd_roxford5k.pkl").open("wb") as handle:
         pickle.dump({"imlist": ["b", "a", "c"], "qimlist": ["q0"], "gnd": gnd}, handle)
     (record,) = evaluate(
@@ -106,10 +106,10 @@ def test_roxford_task_on_a_fixture(tmp_path: Path) -> None:
         verbose=False,
     )
     assert record["pairing"] == "ii" and record["counts"] == {"queries": 1, "database": 3}
-    # uncropped, the query is purple and ties a with b (b first: AP 0.25); cropped it is red
+    # uncropped, the query is mostly blue and b ranks first (AP 0.25); cropped it is red
     assert record["scores"]["map_easy"] == 1.0
-    # medium: a at rank 0, then b (junk, removed) and c: without junk removal AP would be 0.79
-    assert record["scores"]["map_medium"] == 1.0
+    # hard: c is below b; a (easy) is junk there and is removed from the ranking
+    assert record["scores"]["map_hard"] == pytest.approx(trapezoid_ap(np.array([1]), 1))
 
 
 def test_missing_revisited_files_are_named(
