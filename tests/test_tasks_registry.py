@@ -148,8 +148,10 @@ def test_corrupt_and_malformed_results_are_named_not_silent(
     assert "package.json" not in err
 
 
-def test_malformed_score_values_do_not_break_saber_tables(tmp_path: Path) -> None:
-    (record,) = evaluate(["bow"], data=None, out=tmp_path, cache=False, report=False, verbose=False)
+def test_malformed_score_values_do_not_break_saber_tables(
+    tmp_path: Path, small_saber: Path
+) -> None:
+    evaluate(["bow"], data=small_saber, out=tmp_path, cache=False, report=False, verbose=False)
     (path,) = tmp_path.rglob("tt.json")
     record = json.loads(path.read_text())
     record["scores"]["mcq_accuracy_by_n"] = [1, 2]
@@ -171,14 +173,21 @@ def test_eval_holds_the_directory_lock(tmp_path: Path) -> None:
         )
 
 
-def test_image_pairings_are_not_offered_on_text_data(tmp_path: Path) -> None:
+def test_image_pairings_are_not_offered_on_text_data(tmp_path: Path, small_saber: Path) -> None:
     from _fakes import TableEmbedder
 
     task = get_task("saber")
-    dataset = task.load(None)
+    dataset = task.load(small_saber)
     assert task.pairings(dataset, TableEmbedder()) == ["tt"]
     with pytest.raises(BindkitError, match="--pairings ti: not available"):
-        evaluate([TableEmbedder()], pairings="ti", out=tmp_path, cache=False, verbose=False)
+        evaluate(
+            [TableEmbedder()],
+            data=small_saber,
+            pairings="ti",
+            out=tmp_path,
+            cache=False,
+            verbose=False,
+        )
 
 
 def test_out_and_data_errors_are_one_line(tmp_path: Path) -> None:
