@@ -34,10 +34,10 @@ class PathError(BindkitError, OSError):
 # errno -> what to do about it; the strerror says what happened
 _ADVICE = {
     errno.EACCES: "make it writable or choose another path",
-    errno.EPERM: "it is protected (immutable or owned by someone else); choose another path",
-    errno.EROFS: "the file system is read-only; choose a path on a writable disk",
-    errno.ENOSPC: "the disk is full; free space or choose another disk",
-    errno.EDQUOT: "the disk quota is exhausted; free space or choose another disk",
+    errno.EPERM: "it may be immutable or owned by someone else; choose another path",
+    errno.EROFS: "choose a path on a writable disk",
+    errno.ENOSPC: "free space or choose another disk",
+    errno.EDQUOT: "free space or choose another disk",
     errno.ENOTDIR: "a parent of it is a regular file; choose another path",
     errno.EISDIR: "it is a directory; give a file path",
     errno.EEXIST: "a file is in the way; remove it or choose another path",

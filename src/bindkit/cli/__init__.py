@@ -71,8 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, sqlite3.ProgrammingError):
             raise
         print(
-            f"bindkit: error: embedding cache: {exc}; check BINDKIT_CACHE_DIR, "
-            "or pass --no-cache",
+            f"bindkit: error: embedding cache: {exc}; check BINDKIT_CACHE_DIR, or pass --no-cache",
             file=sys.stderr,
         )
         return 2

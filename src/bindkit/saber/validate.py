@@ -299,7 +299,9 @@ def check_manifest(
         )
     if manifest.get("counts") != counts(mcqs):
         out.append(Violation("manifest", where, "counts do not match saber.jsonl"))
-    recorded = manifest.get("files", {}).get(SABER_FILE, {}).get("sha256")
+    files = manifest.get("files")
+    entry = files.get(SABER_FILE) if isinstance(files, dict) else None
+    recorded = entry.get("sha256") if isinstance(entry, dict) else None
     if recorded is not None and recorded != sha256_file(directory / SABER_FILE):
         out.append(
             Violation(
