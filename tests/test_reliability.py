@@ -343,3 +343,47 @@ def test_eval_killed_mid_embedding_keeps_the_finished_batches(tmp_path: Path) ->
         assert conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] >= seen
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def _positives(path: Path) -> set[str]:
+    return {json.loads(line)["positive"] for line in path.read_text().splitlines() if line}
+
+
+@pytest.mark.slow
+@pytest.mark.skip(reason="fixed on another branch; lead enables at merge")
+def test_synth_split_killed_midway_never_leaves_a_mixed_split_set(tmp_path: Path) -> None:
+    """Splits are written as a set: after a kill, train and test never share a positive."""
+    out = tmp_path / "s"
+    env = {**os.environ, "PYTHONPATH": str(Path(bindkit.__file__).parent.parent)}
+    synth = [sys.executable, "-m", "bindkit", "synth"]
+    gen = [*synth, "generate", "--backend", "template", "-q", "--n", "20000", "--out", str(out)]
+    subprocess.run(gen, env=env, check=True, capture_output=True)
+    train = out / "train.jsonl"
+    first = train.stat().st_mtime_ns
+    proc = subprocess.Popen([*synth, "split", str(out), "--seed", "2"], env=env)
+    while proc.poll() is None and train.stat().st_mtime_ns == first:
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not _positives(out / "train.jsonl") & _positives(out / "test.jsonl")
+    subprocess.run([*synth, "split", str(out), "--seed", "2"], env=env, check=True)
+    assert not _positives(out / "train.jsonl") & _positives(out / "test.jsonl")
+    assert json.loads((out / "splits.json").read_text())["seed"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.skip(reason="fixed on another branch; lead enables at merge")
+def test_a_second_concurrent_synth_generator_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    env = {**os.environ, "PYTHONPATH": str(Path(bindkit.__file__).parent.parent)}
+    gen = [sys.executable, "-m", "bindkit", "synth", "generate", "--backend", "template", "-q"]
+    gen += ["--n", "3000", "--out", str(out)]
+    first = subprocess.Popen(gen, env=env, stderr=subprocess.PIPE, text=True)
+    while not (out / "examples.jsonl").exists() and first.poll() is None:
+        time.sleep(0.005)
+    second = subprocess.run(gen, env=env, capture_output=True, text=True)
+    _, first_err = first.communicate()
+    assert first.returncode == 0, first_err
+    assert second.returncode == 2 and "in use by" in second.stderr
+    ids = [json.loads(line)["id"] for line in (out / "examples.jsonl").read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 3000
