@@ -101,8 +101,8 @@ class EmbeddingCache:
             if create:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
-                if not tables:
-                    self._conn.executescript(_SCHEMA)
+                if not tables:  # one transaction: a concurrent opener sees both tables or none
+                    self._conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
 
     def _tables(self) -> dict[str, list[str]]:
         names = [
