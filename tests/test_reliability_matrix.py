@@ -34,17 +34,17 @@ PENDING_OTHER_HELPERS = {
     # embed (model specs)
     "em00", "em02", "em03", "em04", "em10", "em13", "em14", "em17",
     # bench (eval tasks, results, report)
-    "es_dup_line", "et_latin1", "et_missing", "et_dir", "et_saberdir", "et_samestem",
+    "es_dup_line", "et_missing", "et_samestem",
     "ez_empty_tsv", "ez_nan_score_tsv", "ez_const_score_tsv", "ez_one_row_tsv",
     "ez_binary_tsv", "ez_latin1_tsv", "ez_missing_key_jsonl", "ez_array_rows_jsonl",
-    "ez_inf_score_tsv", "ez_missing", "ez_dir", "ef04", "ef05", "eo07", "eo09",
+    "ez_inf_score_tsv", "ez_missing", "ef04", "ef05", "eo07",
     "rp14", "rp15", "rp16",
     # synth-run (synth generate/split, openai backend)
-    "sy04", "sy07", "sy21", "sy09", "sy10", "sy11", "sy13", "sy14", "sy25", "sy26",
+    "sy04", "sy07", "sy21", "sy09", "sy10", "sy11", "sy13", "sy14", "sy25",
     "so03", "so04", "so05", "so06", "so07", "so09", "so10", "so11", "so12",
-    "ss04", "ss11",
+    "ss04",
     # synth-data (synth validate)
-    "vv_empty", "vv_wrong_types3", "vv_big", "vv_dir",
+    "vv_empty", "vv_big", "vv_dir",
 }  # fmt: skip
 
 # -------------------------------------------------------------------------------------------
