@@ -39,7 +39,6 @@ PENDING_OTHER_HELPERS = {
     "ez_binary_tsv", "ez_latin1_tsv", "ez_missing_key_jsonl", "ez_array_rows_jsonl",
     "ez_inf_score_tsv", "ez_missing", "ef04", "ef05", "eo07",
     "rp14", "rp15", "rp16",
-    # synth-run (synth generate/split, openai backend)
     # synth-data (synth validate)
     "vv_empty", "vv_big", "vv_dir",
 }  # fmt: skip
