@@ -66,9 +66,33 @@ def register(commands: Any) -> None:
     gen.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     gen.set_defaults(handler=_generate)
 
-    val = sub.add_parser("validate", help="check a JSONL file of examples against every rule")
+    val = sub.add_parser(
+        "validate",
+        help="check a JSONL file of examples (or triplets) against every rule",
+        description="Check every example against the seed's rules; duplicate ids and "
+        "attribute-object sets are always checked over the whole file. Triplet files "
+        "(train.jsonl, ...) are detected from their rows.",
+    )
     val.add_argument("file", type=Path)
     val.add_argument("--all", action="store_true", help="list every rejection (default: 50)")
+    val.add_argument(
+        "--dataset",
+        action="store_true",
+        help="the file is a whole run: also check frequency caps, the construction mix and "
+        "the anaphoric order balance",
+    )
+    val.add_argument(
+        "--kind",
+        choices=["examples", "triplets"],
+        default=None,
+        help="file kind (default: detected from the first row)",
+    )
+    val.add_argument(
+        "--split",
+        choices=["train", "val", "test", "heldout"],
+        default=None,
+        help="triplets: the split of the file (default: from its name)",
+    )
     val.set_defaults(handler=_validate)
 
     spl = sub.add_parser("split", help="(re)write splits and triplets from DIR/examples.jsonl")
@@ -162,19 +186,28 @@ def _split(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from bindkit.synth.validate import RULES, count_rules, validate_file
+    from bindkit.synth.validate import (
+        DATASET_RULES,
+        RULES,
+        TRIPLET_RULES,
+        count_rules,
+        validate_file,
+    )
 
-    checked, failures = validate_file(args.file)
+    checked, failures = validate_file(
+        args.file, dataset=args.dataset, kind=args.kind, split=args.split
+    )
     shown = failures if args.all else failures[:50]
     for where, example_id, rejection in shown:
         print(f"{where} {example_id}: [{rejection.rule}] {rejection.message}")
     if len(shown) < len(failures):
         print(f"... {len(failures) - len(shown)} more (pass --all)")
-    rejected_lines = len({w for w, _, _ in failures})
+    rejected_lines = len({w for w, _, _ in failures if w != args.file.name})
     print(
-        f"{checked} examples, {checked - rejected_lines} valid, {rejected_lines} rejected",
+        f"{checked} rows, {checked - rejected_lines} valid, {rejected_lines} rejected",
         file=sys.stderr,
     )
+    described = {**TRIPLET_RULES, **RULES, **DATASET_RULES}
     for rule, n in count_rules(r for _, _, r in failures).most_common():
-        print(f"  {rule:<18} {n:>7}  {RULES.get(rule, '')}", file=sys.stderr)
+        print(f"  {rule:<18} {n:>7}  {described.get(rule, '')}", file=sys.stderr)
     return 1 if failures else 0
