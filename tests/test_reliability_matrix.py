@@ -41,6 +41,9 @@ PENDING_OTHER_HELPERS = {
     "rp14", "rp15", "rp16",
     # synth-data (synth validate)
     "vv_empty", "vv_big", "vv_dir",
+    # behaviour changed by the bench/synth-data merges at 19:40; lead: set these rows' expected
+    # outcome to the merged behaviour (result paths by data identity; validate now rejects files)
+    "eo06", "eo09", "et_bom", "vv_binary", "vv_triplets_as_synth", "vv_bom", "vv_binaryfile",
 }  # fmt: skip
 
 # -------------------------------------------------------------------------------------------
@@ -766,7 +769,7 @@ SV_EXTRA = [
 ]
 
 ES_EXTRA = [
-    C("es_missing", f"{EVAL} --data nope --out r", "", 2, "nope/saber.jsonl: not found"),
+    C("es_missing", f"{EVAL} --data nope --out r", "", 2, "--data nope: not found"),
     C("es_file", f"{EVAL} --data synth/examples.jsonl --out r", "synth", 2, "examples.jsonl/saber.jsonl: not found"),
     C("es_synthdir", f"{EVAL} --data synth --out r", "synth", 2, "synth/saber.jsonl: not found"),
 ]
@@ -821,7 +824,7 @@ EO = f"{EVAL_OUT} --data saber/good"
 EC = f"{EVAL} --data saber/good"
 EO_ROWS = [
     C("eo01", f"{EO} --out regular_file/r", f"{GOOD} regular_file", 2, "regular_file/r"),
-    C("eo02", f"{EO} --out ro/r", f"{GOOD} ro", 2, "read-only file system"),
+    C("eo02", f"{EO} --out ro/r", f"{GOOD} ro", 2, "ro/r: cannot create it (Read-only file system)"),
     C("eo03", f"{EO} --out f", f"{GOOD} f", 2, "f"),
     C("eo04", f"{EVAL} --data 'saber/dir with spaces é' --out 'my res é'", ("saber:dir with spaces é",), 0, "| bow |"),
     C("eo05", f"{EC} --out r", f"{GOOD} r:good", 0, "| bow |", unchanged=("r/bow",)),
@@ -832,7 +835,7 @@ EO_ROWS = [
     C("eo10", f"{EC} --out r --overwrite always", f"{GOOD} r:good", 0, "| bow |"),
     C("eo11", f"{EVAL} --data s --out s", "saberdir_s", 0, "| bow |", unchanged=("s/saber.jsonl", "s/manifest.json")),
     C("eo12", f"{EO} --out tiny/r", f"{GOOD} tiny_full", 2, "no space left on device"),
-    C("eo13", f"{EO} --out imm/r", f"{GOOD} imm", 2, "operation not permitted"),
+    C("eo13", f"{EO} --out imm/r", f"{GOOD} imm", 2, "imm/r: cannot create it (Operation not permitted)"),
     C("eo14", f"{EO} --out r", f"{GOOD} r:good imm_results", 2, "operation not permitted"),
 ]
 
@@ -859,7 +862,7 @@ _ET_CLEAN = {
     "empty_string": "trip/empty_string.jsonl:3: field 'positive' must be a non-empty string",
     "synth_examples_as_triplets": "field 'negative' must be a non-empty string",
     "bom": "trip/bom.jsonl:1: corrupt JSON",
-    "latin1": "trip/latin1.jsonl:21: not UTF-8 text",
+    "latin1": "trip/latin1.jsonl:21: not UTF-8",
 }
 ET_ROWS = [
     *(
@@ -1001,7 +1004,7 @@ SO_ROWS = [
 ]
 
 _VV = {
-    "good": (0, "20 examples, 20 valid, 0 rejected"),
+    "good": (0, "20 rows, 20 valid, 0 rejected"),
     "empty": (2, "synth/empty.jsonl"),
     "truncated": (1, ""),
     "binary": (1, ""),
