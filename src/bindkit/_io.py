@@ -1,7 +1,8 @@
-"""Small file helpers shared by every command: atomic writes and content hashes."""
+"""Small file helpers shared by every command: atomic writes, stray-file cleanup, hashes."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -10,16 +11,24 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bindkit.errors import path_error
+
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see either the old file or the whole new one.
 
     The bytes go to a temporary file in the same directory, are flushed to disk, and the file is
-    renamed over ``path``; an interrupted write leaves at most a stray ``.tmp`` file behind.
+    renamed over ``path``; an interrupted write leaves at most a stray ``.tmp`` file behind
+    (:func:`remove_stray_temps` cleans those up).
+
+    Raises:
+        PathError: the file cannot be written (permissions, read-only or full disk, a regular
+            file where a directory should be); one line naming the path and what to do.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    make_dirs(path.parent)
+    tmp: str | None = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -27,9 +36,62 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         # mkstemp creates 0600 files; give the result the mode a plain open() would (umask).
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise path_error(exc, path) from exc
         raise
+
+
+def make_dirs(directory: Path) -> None:
+    """``mkdir -p`` that fails with one line (:class:`~bindkit.errors.PathError`) naming it."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:  # a regular file holds the name of the directory
+        raise path_error(OSError(errno.ENOTDIR, "Not a directory"), directory) from exc
+    except OSError as exc:
+        raise path_error(exc, directory) from exc
+
+
+def check_can_create(path: Path) -> None:
+    """Fail early, before long work, when ``path`` cannot be a directory we write into.
+
+    Finds the nearest existing ancestor: a regular file there means the path can never be
+    created. Permissions are checked by the write itself (root ignores mode bits).
+    """
+    for parent in (path, *path.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise path_error(OSError(errno.ENOTDIR, "Not a directory"), path)
+            return
+
+
+def stray_temps(directory: Path, names: Iterable[str]) -> list[Path]:
+    """Temporary files that :func:`atomic_write_bytes` left in ``directory`` for ``names``.
+
+    A killed writer leaves ``.NAME.XXXXXXXX.tmp`` behind; the caller must hold the directory's
+    lock (:func:`bindkit._lock.directory_lock`) before deleting them, so no live writer owns one.
+    """
+    if not directory.is_dir():
+        return []
+    prefixes = tuple(f".{name}." for name in names)
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if p.name.startswith(prefixes) and p.name.endswith(".tmp") and p.is_file()
+    )
+
+
+def remove_stray_temps(directory: Path, names: Iterable[str]) -> list[Path]:
+    """Delete :func:`stray_temps` of ``names`` in ``directory``; returns the paths removed."""
+    found = stray_temps(directory, names)
+    for path in found:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise path_error(exc, path) from exc
+    return found
 
 
 def _umask() -> int:

@@ -7,7 +7,6 @@ PID; a lock left behind by a killed process (its PID is gone) is taken over sile
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import socket
@@ -16,7 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bindkit.errors import BindkitError
+from bindkit._io import make_dirs
+from bindkit.errors import BindkitError, path_error
 
 LOCK_NAME = ".bindkit.lock"
 
@@ -53,8 +53,9 @@ def directory_lock(directory: Path, command: str) -> Iterator[Path]:
 
     Raises:
         LockedError: a live process on this host holds the lock.
+        PathError: the directory cannot be created or written.
     """
-    directory.mkdir(parents=True, exist_ok=True)
+    make_dirs(directory)
     path = directory / LOCK_NAME
     me = {
         "pid": os.getpid(),
@@ -83,13 +84,13 @@ def directory_lock(directory: Path, command: str) -> Iterator[Path]:
             path.unlink(missing_ok=True)  # stale: its process is gone
             continue
         except OSError as exc:
-            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-                raise BindkitError(
-                    f"{directory}: not writable ({exc.strerror}); choose another directory"
-                ) from None
-            raise
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(me, handle)
+            raise path_error(exc, directory) from exc
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(me, handle)
+        except OSError as exc:  # e.g. the disk is full: leave no empty lock behind
+            path.unlink(missing_ok=True)
+            raise path_error(exc, path) from exc
         break
     else:
         raise LockedError(

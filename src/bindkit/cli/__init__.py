@@ -3,16 +3,20 @@
 Each group module in this package exposes ``register(subparsers)``, which adds its sub-commands
 and binds each to a handler ``(args) -> int``; a new command group is one new module here.
 :func:`main` turns any :class:`~bindkit.errors.BindkitError` into one line on stderr and exit
-status 2.
+status 2. Library code converts file and database errors where it knows the path; as a last
+resort :func:`main` does the same for an :class:`OSError` or an SQLite error that escaped, so a
+user never sees a traceback for a full disk or a protected directory. Anything else (a
+``TypeError``, ``KeyError`` ...) is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from collections.abc import Sequence
 
-from bindkit.errors import BindkitError
+from bindkit.errors import BindkitError, describe_os_error
 
 # Listed order is the order of `bindkit --help`; any other module here with `register` follows.
 _FIRST = ("saber", "eval", "synth", "models")
@@ -59,6 +63,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args))
     except BindkitError as exc:
         print(f"bindkit: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"bindkit: error: {describe_os_error(exc)}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.ProgrammingError):
+            raise
+        print(
+            f"bindkit: error: embedding cache: {exc}; check BINDKIT_CACHE_DIR, or pass --no-cache",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         print("bindkit: interrupted", file=sys.stderr)

@@ -45,7 +45,8 @@ def _models(_args: argparse.Namespace) -> int:
 def _cache(args: argparse.Namespace) -> Any:
     from bindkit.embed.cache import EmbeddingCache
 
-    return EmbeddingCache(args.path)
+    # listing or clearing never creates a cache, nor writes into a file it did not make
+    return EmbeddingCache(args.path, create=False)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -60,13 +61,24 @@ def _list(args: argparse.Namespace) -> int:
 def _clear(args: argparse.Namespace) -> int:
     from bindkit.errors import BindkitError
 
-    cache = _cache(args)
+    if args.model is not None and not args.model.strip():
+        raise BindkitError(
+            "--model '': empty; give a spec or fingerprint from `bindkit cache list`, "
+            "or --all to delete everything"
+        )
+    cache = _cache_for_writing(args)
     if args.all:
         gone = cache.clear()
     else:
-        targets = [
-            f for f, spec, _ in cache.models() if spec == args.model or f.startswith(args.model)
-        ]
+        rows = cache.models()
+        targets = [f for f, spec, _ in rows if spec == args.model]
+        if not targets:
+            targets = [f for f, _, _ in rows if f.startswith(args.model)]
+            if len(targets) > 1:
+                raise BindkitError(
+                    f"--model {args.model}: the prefix matches {len(targets)} cached models; "
+                    "give more characters of the fingerprint (see `bindkit cache list`)"
+                )
         if not targets:
             raise BindkitError(
                 f"--model {args.model}: no cached model has that spec or fingerprint; "
@@ -75,3 +87,10 @@ def _clear(args: argparse.Namespace) -> int:
         gone = cache.clear(targets)
     print(f"deleted {gone} vectors")
     return 0
+
+
+def _cache_for_writing(args: argparse.Namespace) -> Any:
+    from bindkit.embed.cache import EmbeddingCache
+
+    _cache(args).close()  # refuses a missing, empty or foreign file before opening for writing
+    return EmbeddingCache(args.path, create=True)

@@ -24,7 +24,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bindkit._io import atomic_write_bytes, atomic_write_text, jsonl_bytes, sha256_bytes
+from bindkit._io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    check_can_create,
+    jsonl_bytes,
+    remove_stray_temps,
+    sha256_bytes,
+    stray_temps,
+)
+from bindkit._lock import LOCK_NAME, directory_lock
 from bindkit.errors import BindkitError
 from bindkit.saber import language
 from bindkit.saber.io import (
@@ -42,6 +51,10 @@ from bindkit.saber.io import (
 from bindkit.saber.vocab import Realization, Vocabulary, load_vocabulary
 
 _MAX_TRIES = 10_000
+# Upper bounds checked before any work: the default set is 1,800 MCQs (11 MB); 200,000 MCQs are
+# about 1.2 GB of JSON and minutes of CPU, and anything larger is almost surely a typo.
+MAX_PER_N = 100_000
+MAX_MCQS = 200_000
 
 
 @dataclass(frozen=True)
@@ -76,6 +89,16 @@ class SaberOptions:
             raise BindkitError(f"--n-min {self.n_min}: must be at least 2")
         if self.n_max < self.n_min:
             raise BindkitError(f"--n-max {self.n_max}: must be at least --n-min ({self.n_min})")
+        if self.per_n > MAX_PER_N:
+            raise BindkitError(
+                f"--per-n {self.per_n}: at most {MAX_PER_N:,} MCQs per N; lower --per-n"
+            )
+        total = self.per_n * (self.n_max - self.n_min + 1)
+        if total > MAX_MCQS:
+            raise BindkitError(
+                f"--per-n {self.per_n} with N {self.n_min}..{self.n_max}: {total:,} MCQs, more "
+                f"than the {MAX_MCQS:,} allowed; lower --per-n or narrow --n-min/--n-max"
+            )
 
 
 def assignment(bindings: Sequence[Binding]) -> frozenset[Binding]:
@@ -393,10 +416,13 @@ def generate_saber(
     """Generate a SABER directory: ``OUT/saber.jsonl`` and ``OUT/manifest.json``.
 
     Files are written to temporary names and renamed, so an interrupted run never leaves a
-    half-written ``saber.jsonl``. Equal options give byte-identical files.
+    half-written ``saber.jsonl``; the temporaries a killed run left behind are removed (a
+    directory holding only those counts as empty). The directory is locked while it is written,
+    so a second generator into it fails at once. Equal options give byte-identical files.
 
     Args:
-        out: Output directory; it must be missing or empty unless ``overwrite`` is set.
+        out: Output directory; it must be missing or empty unless ``overwrite`` is set (which
+            replaces ``saber.jsonl`` and ``manifest.json`` and keeps other files).
         seed: Seed of every random choice.
         per_n: MCQs per N (even): half independent, half nested.
         n_min: Smallest object count (>= 2).
@@ -407,6 +433,10 @@ def generate_saber(
 
     Returns:
         The manifest that was written.
+
+    Raises:
+        BindkitError: an option is out of bounds (checked before any work), ``out`` is not
+            empty, or cannot be written (a one-line :class:`~bindkit.errors.PathError`).
 
     Example:
         >>> manifest = generate_saber("saber", seed=0)  # doctest: +SKIP
@@ -424,17 +454,33 @@ def generate_saber(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise BindkitError(f"--out {out}: exists and is not a directory; choose another path")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise BindkitError(
-            f"--out {out}: directory exists and is not empty; pass --overwrite or choose another"
-        )
+    check_can_create(out)
+    _check_empty(out, overwrite)
     vocabulary = load_vocabulary(vocab)
     mcqs = build_saber(options, vocabulary)
     data = jsonl_bytes(m.to_json() for m in mcqs)
     manifest = make_manifest(options, vocabulary, mcqs, data)
-    atomic_write_bytes(out / SABER_FILE, data)
-    atomic_write_text(out / MANIFEST_FILE, manifest_text(manifest))
+    with directory_lock(out, "bindkit saber generate"):
+        # only writers holding the lock make these temporaries: any found now are a dead run's
+        remove_stray_temps(out, _OUTPUTS)
+        _check_empty(out, overwrite)
+        atomic_write_bytes(out / SABER_FILE, data)
+        atomic_write_text(out / MANIFEST_FILE, manifest_text(manifest))
     return manifest
+
+
+_OUTPUTS = (SABER_FILE, MANIFEST_FILE)
+
+
+def _check_empty(out: Path, overwrite: bool) -> None:
+    """Refuse a non-empty ``out`` unless ``overwrite``; a killed run's temporaries do not count."""
+    if overwrite or not out.is_dir():
+        return
+    ignored = {LOCK_NAME, *(p.name for p in stray_temps(out, _OUTPUTS))}
+    if any(p.name not in ignored for p in out.iterdir()):
+        raise BindkitError(
+            f"--out {out}: directory exists and is not empty; pass --overwrite or choose another"
+        )
 
 
 def make_manifest(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,17 +225,40 @@ def mcq_from_json(obj: Any, where: str) -> MCQ:
 def scan_lines(path: Path) -> Iterator[tuple[int, Any, str | None]]:
     """Yield ``(line number, parsed JSON or None, error or None)`` for each non-empty line.
 
-    A corrupt line yields its JSON error message instead of stopping, so a validator can report
-    every bad line in one pass.
+    A corrupt line (bad JSON, bytes that are not UTF-8, or a ``\\uD800``-style escape that
+    decodes to a lone surrogate no encoder accepts) yields its error message instead of stopping,
+    so a validator can report every bad line in one pass.
     """
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for lineno, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield lineno, None, f"not UTF-8 text (byte {exc.start + 1}: {exc.reason})"
+                continue
             if not line.strip():
                 continue
             try:
-                yield lineno, json.loads(line), None
+                obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 yield lineno, None, f"corrupt JSON ({exc.msg} at column {exc.colno})"
+                continue
+            if _SURROGATE_ESCAPE.search(line) and not _encodable(obj):
+                yield lineno, None, "a \\u escape encodes a lone surrogate, which is not text"
+                continue
+            yield lineno, obj, None
+
+
+# only a line with such an escape can hold a lone surrogate; check those lines in full
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _encodable(obj: Any) -> bool:
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, Any]]:

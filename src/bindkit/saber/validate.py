@@ -366,7 +366,9 @@ def check_manifest(
             if key in options and options[key] != value:
                 message = f"options.{key} is {options[key]!r}, the data has {value}"
                 out.append(Violation("manifest", where, message))
-    recorded = manifest.get("files", {}).get(SABER_FILE, {}).get("sha256")
+    files = manifest.get("files")
+    entry = files.get(SABER_FILE) if isinstance(files, dict) else None
+    recorded = entry.get("sha256") if isinstance(entry, dict) else None
     if recorded is not None and recorded != sha256_file(directory / SABER_FILE):
         out.append(
             Violation(
