@@ -30,21 +30,7 @@ import pytest
 
 from bindkit.cli import main
 
-PENDING_OTHER_HELPERS = {
-    # embed (model specs)
-    "em00", "em02", "em03", "em04", "em10", "em13", "em14", "em17",
-    # bench (eval tasks, results, report)
-    "es_dup_line", "et_missing", "et_samestem",
-    "ez_empty_tsv", "ez_nan_score_tsv", "ez_const_score_tsv", "ez_one_row_tsv",
-    "ez_binary_tsv", "ez_latin1_tsv", "ez_missing_key_jsonl", "ez_array_rows_jsonl",
-    "ez_inf_score_tsv", "ez_missing", "ef04", "ef05", "eo07",
-    "rp14", "rp15", "rp16",
-    # synth-data (synth validate)
-    "vv_empty", "vv_big", "vv_dir",
-    # behaviour changed by the bench/synth-data merges at 19:40; lead: set these rows' expected
-    # outcome to the merged behaviour (result paths by data identity; validate now rejects files)
-    "eo06", "eo09", "et_bom", "vv_binary", "vv_triplets_as_synth", "vv_bom", "vv_binaryfile",
-}  # fmt: skip
+PENDING_OTHER_HELPERS: set[str] = set()
 
 # -------------------------------------------------------------------------------------------
 # fixtures: each builder makes one named thing inside the cell directory
@@ -804,10 +790,10 @@ EF_ROWS = [
     C("ef03", f"{EF} --pairings ti", GOOD, 2, "--pairings ti: not available"),
     C("ef04", f"{EF} --pairings ''", GOOD, 2, "--pairings"),
     C("ef05", f"{EF} --pairings ,,,", GOOD, 2, "--pairings"),
-    C("ef06", f"{EF} --batch-size 0", GOOD, 2, "batch_size 0: must be at least 1"),
-    C("ef07", f"{EF} --batch-size -1", GOOD, 2, "batch_size -1: must be at least 1"),
+    C("ef06", f"{EF} --batch-size 0", GOOD, 2, "batch_size=0: use a whole number of at least 1"),
+    C("ef07", f"{EF} --batch-size -1", GOOD, 2, "batch_size=-1: use a whole number of at least 1"),
     C("ef08", f"{EF} --batch-size 1000000000", GOOD, 0, "| bow |"),
-    C("ef09", "eval -q --data saber/good --out r --model st:default --batch-size 0", GOOD, 2, "batch_size 0: must be at least 1"),
+    C("ef09", "eval -q --data saber/good --out r --model st:default --batch-size 0", GOOD, 2, "batch_size=0: use a whole number of at least 1"),
     C("ef10", f"{EF} --overwrite bogus", GOOD, 2, "invalid choice: 'bogus'"),
     C("ef11", f"{EF} --query-instruction {shlex.quote(chr(0x202E) + chr(1) + ' Find ' + chr(0x1F600))}", GOOD, 0, "| bow |"),
     C("ef12", f"{EF} --model bow", GOOD, 0, "| bow |"),
@@ -828,10 +814,10 @@ EO_ROWS = [
     C("eo03", f"{EO} --out f", f"{GOOD} f", 2, "f"),
     C("eo04", f"{EVAL} --data 'saber/dir with spaces é' --out 'my res é'", ("saber:dir with spaces é",), 0, "| bow |"),
     C("eo05", f"{EC} --out r", f"{GOOD} r:good", 0, "| bow |", unchanged=("r/bow",)),
-    C("eo06", f"{EVAL} --data d2/good --out r --overwrite never", "results_stale d2", 2, "exists but was produced by another model, data or options", unchanged=("r",)),
+    C("eo06", f"{EVAL} --data d2/good --out r --overwrite never", "results_stale d2", 0, "| bow |", unchanged=("r/bow",)),
     C("eo07", f"{EVAL} --data d2/good --out r", "results_stale d2", 0, "| bow |", unchanged=("r/bow",)),
     C("eo08", f"{EC} --out r", f"{GOOD} results_truncated_tt", 0, "| bow |"),
-    C("eo09", f"{EO} --out r", f"{GOOD} results_tt_dir", 2, "tt.json"),
+    C("eo09", f"{EO} --out r", f"{GOOD} results_tt_dir", 0, "tt.json: skipped, is a directory"),
     C("eo10", f"{EC} --out r --overwrite always", f"{GOOD} r:good", 0, "| bow |"),
     C("eo11", f"{EVAL} --data s --out s", "saberdir_s", 0, "| bow |", unchanged=("s/saber.jsonl", "s/manifest.json")),
     C("eo12", f"{EO} --out tiny/r", f"{GOOD} tiny_full", 2, "no space left on device"),
@@ -861,7 +847,6 @@ _ET_CLEAN = {
     "missing_key": "trip/missing_key.jsonl:3: field 'negative' must be a non-empty string",
     "empty_string": "trip/empty_string.jsonl:3: field 'positive' must be a non-empty string",
     "synth_examples_as_triplets": "field 'negative' must be a non-empty string",
-    "bom": "trip/bom.jsonl:1: corrupt JSON",
     "latin1": "trip/latin1.jsonl:21: not UTF-8",
 }
 ET_ROWS = [
@@ -871,7 +856,7 @@ ET_ROWS = [
     ),
     *(
         C(f"et_{n}", f"{ET} trip/{n}.jsonl --out r", f"trip:{n}.jsonl", 0, "| bow |")
-        for n in ("good", "wrong_types_label", "extra_key", "unicode", "one_row")
+        for n in ("good", "wrong_types_label", "extra_key", "unicode", "one_row", "bom")
     ),
     C("et_no_ext", f"{ET} trip/no_ext --out r", "trip:no_ext", 0, "| bow |"),
     C("et_missing", f"{ET} nope.jsonl --out r", "", 2, "nope.jsonl: not found"),
@@ -907,7 +892,7 @@ _EZ = {
     "good.tsv": (0, "| bow |"),
     "good.csv": (0, "| bow |"),
     "good.jsonl": (0, "| bow |"),
-    "empty.tsv": (2, "sts/empty.tsv: no rows found"),
+    "empty.tsv": (2, "sts/empty.tsv: empty file"),
     "header_only.tsv": (2, "sts/header_only.tsv: no rows found"),
     "bad_score.tsv": (2, "score 'high' is not a number"),
     "nan_score.tsv": (2, "sts/nan_score.tsv"),
@@ -946,9 +931,9 @@ RP_ROWS = [
     C("rp11", "report r --out ro/rep.md", "r:good ro", 2, "read-only file system"),
     C("rp12", "report r --out s/saber.jsonl", "r:good saberdir_s", 2, "use a .md, .html, .csv, .tex file name"),
     C("rp13", "report r --out r/report.md", "r:good", 0, "wrote r/report.md"),
-    C("rp14", "report r", "r:truncated", 2, "tt.json"),
-    C("rp15", "report r", "r:no_scores", 2, "tt.json"),
-    C("rp16", "report r", "r:wrong_types", 2, "tt.json"),
+    C("rp14", "report r", "r:truncated", 0, "tt.json: skipped, corrupt JSON"),
+    C("rp15", "report r", "r:no_scores", 0, "tt.json: skipped, field 'model' is missing"),
+    C("rp16", "report r", "r:wrong_types", 0, "tt.json: skipped, field 'scores' is missing"),
     C("rp17", "report r", "r:unknown_task", 0, "wrote r/report.md"),
     C("rp18", "report r", "r:nan", 0, "wrote r/report.md"),
     C("rp19", "report r", "r:unrelated", 2, "r: no bindkit result files found"),
@@ -1007,7 +992,7 @@ _VV = {
     "good": (0, "20 rows, 20 valid, 0 rejected"),
     "empty": (2, "synth/empty.jsonl"),
     "truncated": (1, ""),
-    "binary": (1, ""),
+    "binary": (2, "synth/binary.jsonl:6: not UTF-8 text"),
     "wrong_types": (1, ""),
     "wrong_types2": (1, ""),
     "wrong_types3": (1, ""),
@@ -1016,9 +1001,9 @@ _VV = {
     "extra_key": (0, "20 valid"),
     "unknown_type": (1, ""),
     "saber_as_synth": (1, ""),
-    "triplets_as_synth": (1, ""),
+    "triplets_as_synth": (0, "26 valid"),  # recognised as a triplet file and checked as one
     "unicode": (0, "20 valid"),
-    "bom": (1, ""),
+    "bom": (0, "20 valid"),
     "null_line": (1, ""),
 }
 VV_ROWS = [
@@ -1028,7 +1013,7 @@ VV_ROWS = [
     ),
     C("vv_missing", "synth validate nope.jsonl", "", 2, "nope.jsonl: not found"),
     C("vv_dir", "synth validate synth", "synth", 2, "synth: is a directory"),
-    C("vv_binaryfile", "synth validate res_bow/report_saber_by_n.png", "res_bow_png", 1, ""),
+    C("vv_binaryfile", "synth validate res_bow/report_saber_by_n.png", "res_bow_png", 2, "not UTF-8 text"),
     C("vv_big", "synth validate big.jsonl", "big", 1, "duplicate"),
 ]
 
