@@ -7,7 +7,7 @@ from typing import Any
 
 
 def register(commands: Any) -> None:
-    from bindkit.mining.mine import METHODS
+    from bindkit.mining.pipeline import METHODS
 
     parser = commands.add_parser(
         "mine",
@@ -47,7 +47,7 @@ def register(commands: Any) -> None:
 
 def _mine(args: argparse.Namespace) -> int:
     from bindkit.mining.index import IndexConfig
-    from bindkit.mining.mine import MineConfig, mine
+    from bindkit.mining.pipeline import MineConfig, mine
 
     config = MineConfig(
         method=args.method,

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from bindkit.mining.mine import METHODS, MineConfig, mine
+from bindkit.mining.pipeline import METHODS, MineConfig, mine
 from bindkit.mining.pool import Cluster, Pool
 
 __all__ = ["METHODS", "Cluster", "MineConfig", "Pool", "mine"]
