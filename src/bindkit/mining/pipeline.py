@@ -128,19 +128,23 @@ def build_pools(embedder: Any, rows: Sequence[PairRow]) -> dict[str, tuple[list[
     return pools
 
 
-def check_sizes(pools: dict[str, tuple[list[int], Pool]], k: int) -> None:
-    """One-line errors for a task too small for ``k`` negatives per anchor."""
-    for task, (members, pool) in pools.items():
+def check_sizes(rows: Sequence[PairRow], k: int) -> None:
+    """One-line errors for a task too small for ``k`` negatives per anchor (before embedding)."""
+    tasks: dict[str, list[PairRow]] = {}
+    for row in rows:
+        tasks.setdefault(row.task, []).append(row)
+    for task, members in tasks.items():
         name = repr(task) if task else "(no task)"
         if len(members) < k + 1:
             raise BindkitError(
                 f"task {name} has {len(members)} rows; --k {k} needs at least {k + 1} per task "
                 "(lower --k or merge small tasks)"
             )
-        if len(pool.candidates) - 1 < k:
+        distinct = len({row.positive.key for row in members})
+        if distinct - 1 < k:
             raise BindkitError(
                 f"--k {k} is larger than the pool of task {name}: it has only "
-                f"{len(pool.candidates) - 1} distinct positives besides an anchor's own; lower --k"
+                f"{distinct - 1} distinct positives besides an anchor's own; lower --k"
             )
 
 
@@ -189,6 +193,7 @@ def mine(
     config = config or MineConfig()
     out = Path(out)
     rows = read_pairs(data)
+    check_sizes(rows, config.k)
     if isinstance(model, str):
         from bindkit.embed.registry import load_embedder
 
@@ -197,7 +202,6 @@ def mine(
         spec, embedder = getattr(model, "spec", type(model).__name__), model
     _check_modalities(embedder, rows, spec)
     pools = build_pools(embedder, rows)
-    check_sizes(pools, config.k)
 
     records: list[dict[str, Any]] = []
     per_task: dict[str, Diagnostics] = {}
