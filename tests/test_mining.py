@@ -1,0 +1,228 @@
+"""SaHa (Algorithm 1 step by step), the baselines, the index and the false-negative claim."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bindkit.errors import BindkitError
+from bindkit.mining.baselines import hard_negatives, random_negatives
+from bindkit.mining.diagnostics import diagnose, format_table
+from bindkit.mining.index import IndexConfig, numpy_search, search
+from bindkit.mining.pool import Pool
+from bindkit.mining.saha import saha, saha_from_retrieved, select_negatives
+
+
+def gram_vectors(gram: dict[tuple[int, int], float], n: int) -> np.ndarray:
+    """Vectors whose dot products are the given (unit diagonal) Gram matrix."""
+    g = np.eye(n)
+    for (i, j), value in gram.items():
+        g[i, j] = g[j, i] = value
+    return np.linalg.cholesky(g).astype(np.float32)
+
+
+def unit(angle_deg: float) -> list[float]:
+    a = np.deg2rad(angle_deg)
+    return [float(np.cos(a)), float(np.sin(a))]
+
+
+# Step 2: owner identification ------------------------------------------------------------
+
+
+def test_identical_candidates_map_to_the_owner_most_similar_to_the_anchor() -> None:
+    # rows 0,1 share candidate 0; rows 2,3 share candidate 1; row 4 owns candidate 2
+    q = gram_vectors({(4, 0): 0.2, (4, 1): 0.7, (4, 2): 0.6, (4, 3): 0.1}, 5)
+    pool = Pool(q, np.eye(3, dtype=np.float32), np.array([0, 0, 1, 1, 2]))
+    assert [list(o) for o in pool.owners] == [[0, 1], [2, 3], [4]]
+    assert pool.pick_owner(4, 0, label_filter=False) == 1
+    assert pool.pick_owner(4, 1, label_filter=False) == 2
+    assert pool.owner_list(4, np.array([2, 0, 1]), label_filter=False) == [1, 2]
+
+
+def test_the_anchors_own_positive_never_yields_a_negative_even_through_a_co_owner() -> None:
+    q = gram_vectors({(0, 1): 0.99}, 3)
+    pool = Pool(q, np.eye(2, dtype=np.float32), np.array([0, 0, 1]))
+    assert pool.pick_owner(0, 0, label_filter=False) is None
+    assert pool.owner_list(0, np.array([0, 1]), label_filter=False) == [2]
+
+
+def test_owners_are_listed_once_in_retrieval_order_and_missing_hits_are_skipped() -> None:
+    q = gram_vectors({}, 4)
+    pool = Pool(q, np.eye(4, dtype=np.float32), np.array([0, 1, 2, 3]))
+    assert pool.owner_list(0, np.array([3, -1, 1, 3, 0]), label_filter=False) == [3, 1]
+
+
+# Step 3: self-aware filtering -----------------------------------------------------------
+
+
+def test_keeps_the_k_owners_least_similar_to_the_anchor() -> None:
+    q = gram_vectors({(0, 1): 0.6, (0, 2): 0.4, (0, 3): 0.1, (0, 4): 0.5}, 5)
+    pool = Pool(q, np.eye(5, dtype=np.float32), np.arange(5))
+    assert select_negatives(pool, 0, [1, 2, 3, 4], 2, label_filter=True) == (3, 2)
+    assert select_negatives(pool, 0, [], 2, label_filter=True) == ()
+
+
+def test_label_bypass_drops_same_label_owners_and_keeps_retrieval_order() -> None:
+    # anchor 0 is a "cat"; rows 1 and 2 share candidate 1: 1 is a cat, 2 a dog
+    q = gram_vectors({(0, 1): 0.3, (0, 2): 0.2, (0, 3): 0.9, (0, 4): 0.1}, 5)
+    labels = ["cat", "cat", "dog", "cow", "cat"]
+    pool = Pool(q, np.eye(4, dtype=np.float32), np.array([0, 1, 1, 2, 3]), labels)
+    owners = pool.owner_list(0, np.array([0, 1, 2, 3]), label_filter=True)
+    assert owners == [2, 3]  # candidate 1 goes to its dog owner; the cat row 4 is dropped
+    # the similarity is bypassed: row 3 (sim 0.9) stays first, in retrieval order
+    assert select_negatives(pool, 0, owners, 2, label_filter=True) == (2, 3)
+    # without the filter the most similar owner (the cat, row 1) is taken and sorting applies
+    plain = pool.owner_list(0, np.array([0, 1, 2, 3]), label_filter=False)
+    assert plain == [1, 3, 4]
+    assert select_negatives(pool, 0, plain, 2, label_filter=False) == (4, 1)
+
+
+def test_unlabelled_anchor_ignores_the_label_filter() -> None:
+    q = gram_vectors({(0, 1): 0.5, (0, 2): 0.1}, 3)
+    pool = Pool(q, np.eye(3, dtype=np.float32), np.arange(3), [None, "x", None])
+    assert pool.owner_list(0, np.array([1, 2]), label_filter=True) == [1, 2]
+    assert select_negatives(pool, 0, [1, 2], 1, label_filter=True) == (2,)
+
+
+# Phases 1 and 2 ---------------------------------------------------------------------------
+
+PHASE_GRAM = {(0, 1): 0.6, (0, 2): 0.4, (0, 3): 0.1, (1, 2): 0.2, (1, 3): 0.3, (1, 4): 0.4}
+PHASE_RETRIEVED = np.array(
+    [[0, 1, 2, 3], [1, 0, 2, 3], [2, 0, 1, 3], [3, 0, 1, 2], [4, 1, 0, 2]], dtype=np.int64
+)
+
+
+def test_phase_one_is_strictly_non_overlapping_and_phase_two_reuses_with_limits() -> None:
+    pool = Pool(gram_vectors(PHASE_GRAM, 5), np.eye(5, dtype=np.float32), np.arange(5))
+    clusters = saha_from_retrieved(pool, PHASE_RETRIEVED, k=2)
+    assert [(c.rows, c.phase) for c in clusters] == [
+        ((0, 3, 2), 1),  # the two owners least similar to 0
+        # leftovers: 1 found only used owners, 4 only one free owner
+        ((1, 2, 3), 2),  # phase 2 may reuse phase-1 rows
+        ((4, 0, 1), 2),  # ... but not 2, a negative of another phase-2 cluster
+    ]
+
+
+def test_every_row_is_covered_and_phase_one_clusters_are_disjoint() -> None:
+    pool, _ = synthetic_groups(seed=3)
+    clusters = saha(pool, k=7, m=4)
+    first = [c for c in clusters if c.phase == 1]
+    rows = [r for c in first for r in c.rows]
+    assert len(rows) == len(set(rows))
+    assert all(len(c.negatives) == 7 for c in first)
+    assert set().union(*(c.rows for c in clusters)) == set(range(len(pool)))
+    assert diagnose(pool, clusters).uncovered == 0
+
+
+# Baselines -----------------------------------------------------------------------------
+
+
+def test_hn_takes_the_top_k_candidates_and_the_margin_skips_near_positives() -> None:
+    # anchor 0 at angle 0 with its positive at cos 0.8; other candidates at cos .9 .78 .5 .3
+    cands = [unit(np.rad2deg(np.arccos(c))) for c in (0.8, 0.9, 0.78, 0.5, 0.3)]
+    q = np.array([unit(0), unit(90), unit(80), unit(70), unit(60)], dtype=np.float32)
+    pool = Pool(q, np.array(cands, dtype=np.float32), np.arange(5))
+    assert hard_negatives(pool, k=2, m=2)[0].negatives == (1, 2)
+    margin = hard_negatives(pool, k=2, m=3, relative_margin=0.05)[0]
+    assert margin.negatives == (3, 4)  # threshold 0.8 - 0.04 = 0.76 drops .9 and .78
+    # the margin only filters the m·k retrieved: with m=2 one survivor remains
+    assert hard_negatives(pool, k=2, m=2, relative_margin=0.05)[0].negatives == (3,)
+
+
+def test_random_never_draws_the_own_positive_and_is_seeded() -> None:
+    pool, _ = synthetic_groups(seed=1)
+    clusters = random_negatives(pool, k=7, seed=5)
+    for c in clusters:
+        assert len(set(c.negatives)) == 7
+        assert all(pool.positive[n] != pool.positive[c.anchor] for n in c.negatives)
+    again = random_negatives(pool, k=7, seed=5)
+    assert [c.rows for c in again] == [c.rows for c in clusters]
+
+
+# Index ---------------------------------------------------------------------------------
+
+
+def test_numpy_search_matches_brute_force_across_blocks() -> None:
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((37, 16)).astype(np.float32)
+    c = rng.standard_normal((53, 16)).astype(np.float32)
+    scores, ids = numpy_search(q, c, 9, block=8)
+    full = q @ c.T
+    expected = np.argsort(-full, axis=1, kind="stable")[:, :9]
+    np.testing.assert_array_equal(ids, expected)
+    np.testing.assert_allclose(scores, np.take_along_axis(full, expected, 1), rtol=1e-6)
+    assert numpy_search(q, c, 99)[1].shape == (37, 53)
+
+
+def test_faiss_flat_equals_the_numpy_fallback() -> None:
+    pytest.importorskip("faiss")
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((200, 32)).astype(np.float32)
+    c = rng.standard_normal((500, 32)).astype(np.float32)
+    f_scores, f_ids = search(q, c, 28, IndexConfig(backend="faiss"))
+    n_scores, n_ids = search(q, c, 28, IndexConfig(backend="numpy"))
+    np.testing.assert_array_equal(f_ids, n_ids)
+    np.testing.assert_allclose(f_scores, n_scores, atol=1e-4)
+    pool, _ = synthetic_groups(seed=2)
+    a = saha(pool, index=IndexConfig(backend="faiss"))
+    b = saha(pool, index=IndexConfig(backend="numpy"))
+    assert [c.rows for c in a] == [c.rows for c in b]
+
+
+def test_approximate_indexes_find_the_exact_neighbours_on_easy_data() -> None:
+    pytest.importorskip("faiss")
+    pool, _ = synthetic_groups(seed=4)
+    exact = search(pool.queries, pool.candidates, 5)[1][:, 0]
+    for kind in ("ivf", "hnsw"):
+        ids = search(pool.queries, pool.candidates, 5, IndexConfig(kind=kind, nlist=4, nprobe=4))
+        assert np.mean(ids[1][:, 0] == exact) > 0.95
+
+
+def test_index_options_are_validated() -> None:
+    with pytest.raises(BindkitError, match="--index 'lsh'"):
+        IndexConfig(kind="lsh")  # type: ignore[arg-type]
+    with pytest.raises(BindkitError, match="nprobe"):
+        IndexConfig(nprobe=0)
+
+
+# The claim: fewer false negatives than hn at equal k ----------------------------------------
+
+
+def synthetic_groups(
+    seed: int, topics: int = 5, groups_per_topic: int = 8, size: int = 4, dim: int = 64
+) -> tuple[Pool, list[str]]:
+    """Groups of near-duplicate queries whose positives are near-duplicates too (paraphrases of
+    one answer), groups of a topic close to each other. A group-mate's positive is a false
+    negative; the group is the label."""
+    rng = np.random.default_rng(seed)
+
+    def norm(x: np.ndarray) -> np.ndarray:
+        return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+    queries, positives, labels = [], [], []
+    for t in range(topics):
+        topic = rng.standard_normal(dim)
+        for g in range(groups_per_topic):
+            center = topic + 0.7 * rng.standard_normal(dim)
+            for _ in range(size):
+                queries.append(center + 0.08 * rng.standard_normal(dim))
+                positives.append(center + 0.08 * rng.standard_normal(dim))
+                labels.append(f"{t}-{g}")
+    n = len(queries)
+    return Pool(norm(np.array(queries)), norm(np.array(positives)), np.arange(n), labels), labels
+
+
+def test_saha_has_measurably_fewer_false_negatives_than_hn_at_equal_k() -> None:
+    pool, _ = synthetic_groups(seed=0)
+    hn = diagnose(pool, hard_negatives(pool, k=7, m=4))
+    sa = diagnose(pool, saha(pool, k=7, m=4, label_filter=False))  # labels: diagnostics only
+    assert hn.false_negative_rate is not None and sa.false_negative_rate is not None
+    assert hn.false_negative_rate > 0.35  # the 3 group-mates rank first: 3/7
+    assert sa.false_negative_rate < 0.5 * hn.false_negative_rate
+    assert sa.high_risk_rate is not None and hn.high_risk_rate is not None
+    assert sa.high_risk_rate < hn.high_risk_rate
+    # the label bypass removes them all
+    labelled = diagnose(pool, saha(pool, k=7, m=4, label_filter=True))
+    assert labelled.false_negative_rate == 0.0
+    table = format_table({"hn": hn, "saha": sa})
+    assert "saha" in table and "%" in table

@@ -1,0 +1,101 @@
+"""``train clusters``: the loop on the real MiniLM (st:default), clusters file validation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bindkit.errors import BindkitError, DataFormatError
+from bindkit.train.clusters import ClusterTrainConfig, read_clusters
+
+COLORS = ["red", "blue", "green", "yellow"]
+OBJECTS = ["cube", "ball", "kite", "cup"]
+
+
+def write_clusters(path: Path) -> Path:
+    lines = []
+    for color in COLORS:
+        pairs = [
+            {"query": f"a {color} {o}", "positive": f"one {color} {o}", "instruction": "Find it."}
+            for o in OBJECTS
+        ]
+        lines.append(json.dumps({"anchor": pairs[0]["query"], "pairs": pairs}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_cluster_file_and_options_are_validated(tmp_path: Path) -> None:
+    assert len(read_clusters(write_clusters(tmp_path / "c.jsonl"))) == 4
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"anchor": "x", "pairs": [{"query": "x"}]}\n')
+    with pytest.raises(DataFormatError, match="the output of `bindkit mine`"):
+        read_clusters(bad)
+    with pytest.raises(BindkitError, match="--chunk-size"):
+        ClusterTrainConfig(chunk_size=0)
+
+
+@pytest.mark.slow
+def test_train_clusters_writes_a_trained_lora_adapter(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("peft")
+    from bindkit.train.clusters import train_clusters
+
+    clusters = write_clusters(tmp_path / "c.jsonl")
+    out = tmp_path / "adapter"
+    config = ClusterTrainConfig(
+        clusters_per_step=2,
+        epochs=2,
+        max_steps=3,
+        warmup_steps=1,
+        lr=1e-3,
+        chunk_size=3,
+        temperature=0.05,
+    )
+    record = train_clusters("st:default", clusters, out, config, log=None)
+    assert record["steps"] == 3 and len(record["losses"]) == 3
+    assert all(np.isfinite(record["losses"]))
+    saved = json.loads((out / "train.json").read_text())
+    assert saved["provenance"]["options"]["chunk_size"] == 3
+    assert json.loads((out / "adapter_config.json").read_text())["r"] == 8
+    from safetensors.numpy import load_file
+
+    state = load_file(str(out / "adapter_model.safetensors"))
+    b_weights = [v for k, v in state.items() if "lora_B" in k]
+    assert len(b_weights) == 6 * 4  # 6 layers x query/key/value/output.dense
+    assert all(np.abs(v).max() > 0 for v in b_weights)  # B starts at zero: it was trained
+
+
+def test_train_clusters_parser_builds_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    import bindkit.train.clusters as clusters
+    from bindkit.cli._train_clusters import add_parser
+
+    seen = {}
+
+    def fake(model: str, path: Path, out: Path, config: ClusterTrainConfig) -> dict[str, object]:
+        seen.update(model=model, config=config)
+        return {"steps": 1, "losses": [0.5]}
+
+    monkeypatch.setattr(clusters, "train_clusters", fake)
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(
+        ["clusters", "--model", "st:default", "--clusters", "c.jsonl", "--out", str(tmp_path),
+         "--clusters-per-step", "4", "--in-batch", "--chunk-size", "16"]
+    )  # fmt: skip
+    assert args.handler(args) == 0
+    config = seen["config"]
+    assert isinstance(config, ClusterTrainConfig)
+    assert (config.clusters_per_step, config.in_batch, config.chunk_size) == (4, True, 16)
+    assert (config.lr, config.warmup_steps, config.lora_rank, config.temperature) == (
+        5e-5,
+        100,
+        8,
+        0.02,
+    )
