@@ -246,3 +246,22 @@ def test_config_validates_and_cli_flags_follow_fields() -> None:
     assert args.lines is False and args.lines_alpha == 0.3 and args.lr == 5e-5
     flags = {a.dest for a in parser._actions} - {"help"}
     assert flags == {f.name for f in dataclasses.fields(TrainConfig)}
+
+
+def test_trained_adapter_loads_through_the_spec(
+    tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path
+) -> None:
+    from bindkit.embed import load_embedder
+
+    record = train_triplets(
+        config(tiny_qwen2_vl, triplets, tmp_path / "r", max_steps=2, val=str(triplets))
+    )
+    adapter = tmp_path / "r" / "adapter-raw"
+    tuned = load_embedder(f"mllm:{tiny_qwen2_vl}+adapter={adapter}", cache=False)
+    base = load_embedder(f"mllm:{tiny_qwen2_vl}", cache=False)
+    assert tuned.fingerprint != base.fingerprint
+    from bindkit.train.trainer import triplet_accuracy
+
+    assert triplet_accuracy(tuned, ROWS) == pytest.approx(record["scores"]["raw"]["val_triplet_accuracy"])
+    with pytest.raises(BindkitError, match="made for another base model"):
+        load_embedder(f"st:default+adapter={adapter}", cache=False)

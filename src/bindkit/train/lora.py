@@ -122,3 +122,43 @@ def lora_layers(model: Any) -> list[tuple[str, Any]]:
     from peft.tuners.lora import LoraLayer
 
     return [(n, m) for n, m in model.named_modules() if isinstance(m, LoraLayer)]
+
+
+def attach_adapter(model: Any, adapter: str | Path) -> Any:
+    """Load a peft LoRA adapter onto ``model`` after checking it was trained on this architecture.
+
+    Returns the ``PeftModel``. Checks every adapted module exists in ``model`` with the shapes the
+    adapter's A and B expect (peft would otherwise warn, or fail deep inside, with a long message).
+
+    Raises:
+        BindkitError: not an adapter directory, or an adapter for another base model.
+    """
+    from peft import PeftModel
+    from safetensors import safe_open
+
+    adapter = Path(adapter)
+    weights = adapter / "adapter_model.safetensors"
+    if not (adapter / "adapter_config.json").is_file() or not weights.is_file():
+        raise BindkitError(
+            f"adapter {adapter}: not a peft adapter directory (needs adapter_config.json and "
+            "adapter_model.safetensors)"
+        )
+    modules = dict(model.named_modules())
+    with safe_open(str(weights), framework="pt") as handle:
+        for key in handle.keys():
+            name, _, part = key.removeprefix("base_model.model.").partition(".lora_")
+            target = modules.get(name)
+            shape = handle.get_slice(key).get_shape()
+            in_features = getattr(target, "in_features", None)
+            out_features = getattr(target, "out_features", None)
+            fits = target is not None and (
+                (part.startswith("A") and shape[1] == in_features)
+                or (part.startswith("B") and shape[0] == out_features)
+            )
+            if not fits:
+                raise BindkitError(
+                    f"adapter {adapter}: made for another base model ({name} with "
+                    f"{'A' if part.startswith('A') else 'B'} of shape {list(shape)} does not fit "
+                    f"{type(model).__name__}); use the model it was trained on"
+                )
+    return PeftModel.from_pretrained(model, str(adapter))

@@ -108,9 +108,9 @@ class MLLMEmbedder(TorchEmbedder):
         finally:
             transformers.logging.set_verbosity(verbosity)
         if adapter:
-            from peft import PeftModel
+            from bindkit.train.lora import attach_adapter
 
-            model = PeftModel.from_pretrained(model, adapter)
+            model = attach_adapter(model, adapter)
         self.model = model.to(self.device).eval()
         self.config = model.config
         self.image_processor = self._image_processor(name, min_pixels, max_pixels)
