@@ -38,8 +38,12 @@ def _bert(tmp_path: Path) -> Path:
 
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=30, hidden_size=16, num_hidden_layers=4, num_attention_heads=2,
-        intermediate_size=20, max_position_embeddings=16,
+        vocab_size=30,
+        hidden_size=16,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        intermediate_size=20,
+        max_position_embeddings=16,
     )
     BertModel(config).save_pretrained(tmp_path / "base")
     return tmp_path / "base"
@@ -71,7 +75,10 @@ def test_merged_minus_base_is_lambda_times_delta(tmp_path: Path) -> None:
 
     base = _bert(tmp_path)
     _raw_adapter(base, tmp_path / "raw")
-    assert main(["lines", str(tmp_path / "raw"), "--alpha", "0.25", "--out", str(tmp_path / "lines")]) == 0
+    assert (
+        main(["lines", str(tmp_path / "raw"), "--alpha", "0.25", "--out", str(tmp_path / "lines")])
+        == 0
+    )
     record = json.loads((tmp_path / "lines" / "lines.json").read_text())
     assert record["num_layers"] == 4 and record["factors"] == pytest.approx([0.25, 0.5, 0.75, 1.0])
     original = dict(BertModel.from_pretrained(base).state_dict())
@@ -83,7 +90,9 @@ def test_merged_minus_base_is_lambda_times_delta(tmp_path: Path) -> None:
         if layer is None or float(delta.abs().max()) == 0:
             torch.testing.assert_close(scaled[name], weight)
             continue
-        torch.testing.assert_close(scaled[name] - weight, record["factors"][layer] * delta, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(
+            scaled[name] - weight, record["factors"][layer] * delta, rtol=1e-5, atol=1e-6
+        )
         checked += 1
     assert checked == 16  # q, k, v, output.dense in each of the 4 layers
 

@@ -45,7 +45,9 @@ def config(model: Path, train: Path, out: Path, **options: Any) -> TrainConfig:
     defaults: dict[str, Any] = dict(
         lr=1e-2, batch_size=4, lines=False, progress=False, save_every=0
     )
-    return TrainConfig(model=f"mllm:{model}", train=str(train), out=str(out), **{**defaults, **options})
+    return TrainConfig(
+        model=f"mllm:{model}", train=str(train), out=str(out), **{**defaults, **options}
+    )
 
 
 def test_lora_only_on_text_attention_and_a_step_trains(
@@ -57,7 +59,9 @@ def test_lora_only_on_text_attention_and_a_step_trains(
     embedder = load_trainable(f"mllm:{tiny_qwen2_vl}", None)
     before = {n: p.detach().clone() for n, p in embedder.module.named_parameters()}
     add_lora(embedder.module)
-    lora = sorted({n.rsplit(".lora_", 1)[0] for n, _ in embedder.module.named_parameters() if ".lora_" in n})
+    lora = sorted(
+        {n.rsplit(".lora_", 1)[0] for n, _ in embedder.module.named_parameters() if ".lora_" in n}
+    )
     expected = sorted(
         f"language_model.layers.{i}.self_attn.{p}_proj" for i in range(4) for p in "qkvo"
     )
@@ -176,7 +180,10 @@ def test_lines_sweep_and_adapters(tiny_qwen2_vl: Path, triplets: Path, tmp_path:
     raw = next(p for p in lines["sweep"] if p["alpha"] == 1.0)["val_triplet_accuracy"]
     kept = [p["alpha"] for p in lines["sweep"] if p["val_triplet_accuracy"] >= raw - 0.01]
     assert lines["alpha"] == min(kept)
-    assert json.loads((tmp_path / "r" / "adapter-lines" / "lines.json").read_text())["alpha"] == lines["alpha"]
+    assert (
+        json.loads((tmp_path / "r" / "adapter-lines" / "lines.json").read_text())["alpha"]
+        == lines["alpha"]
+    )
     assert "LiNeS" in (tmp_path / "r" / "adapter-lines" / "README.md").read_text()
 
 
@@ -203,7 +210,12 @@ def test_cli_errors_are_one_line(
     assert main([*argv, "--out", str(tmp_path / "r"), "--no-lines"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "field 'negative'" in err
-    assert main(["train", "triplets", "--model", "bow", "--train", str(bad), "--out", "x", "--lr", "0"]) == 2
+    assert (
+        main(
+            ["train", "triplets", "--model", "bow", "--train", str(bad), "--out", "x", "--lr", "0"]
+        )
+        == 2
+    )
     assert "--lr 0" in capsys.readouterr().err
 
 
@@ -218,7 +230,9 @@ def test_model_without_attention_modules(tmp_path: Path, triplets: Path) -> None
     with pytest.raises(BindkitError, match="no attention modules"):
         add_lora(_mlp_model(tmp_path))
     with pytest.raises(BindkitError, match="no trainable torch path"):
-        train_triplets(TrainConfig(model="bow", train=str(triplets), out=str(tmp_path / "b"), lines=False))
+        train_triplets(
+            TrainConfig(model="bow", train=str(triplets), out=str(tmp_path / "b"), lines=False)
+        )
 
 
 def _mlp_model(tmp_path: Path) -> Any:
@@ -242,7 +256,9 @@ def test_config_validates_and_cli_flags_follow_fields() -> None:
         TrainConfig(model="m", train=__file__, out="o", precision="fp8")
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    args = parser.parse_args(["--model", "m", "--train", __file__, "--out", "o", "--no-lines", "--lines-alpha", "0.3"])
+    args = parser.parse_args(
+        ["--model", "m", "--train", __file__, "--out", "o", "--no-lines", "--lines-alpha", "0.3"]
+    )
     assert args.lines is False and args.lines_alpha == 0.3 and args.lr == 5e-5
     flags = {a.dest for a in parser._actions} - {"help"}
     assert flags == {f.name for f in dataclasses.fields(TrainConfig)}
@@ -262,6 +278,8 @@ def test_trained_adapter_loads_through_the_spec(
     assert tuned.fingerprint != base.fingerprint
     from bindkit.train.trainer import triplet_accuracy
 
-    assert triplet_accuracy(tuned, ROWS) == pytest.approx(record["scores"]["raw"]["val_triplet_accuracy"])
+    assert triplet_accuracy(tuned, ROWS) == pytest.approx(
+        record["scores"]["raw"]["val_triplet_accuracy"]
+    )
     with pytest.raises(BindkitError, match="made for another base model"):
         load_embedder(f"st:default+adapter={adapter}", cache=False)

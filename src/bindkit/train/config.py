@@ -1,4 +1,4 @@
-"""``TrainConfig``: one dataclass that is the CLI's flags, the validation and the model card's record.
+"""``TrainConfig``: one dataclass for the CLI flags, the validation and the model card's record.
 
 Each field's ``metadata["help"]`` is its documentation; :func:`add_arguments` builds argparse
 options from the fields, so the three can never drift apart.
@@ -40,7 +40,9 @@ class TrainConfig:
     )
     lr: float = field(
         default=5e-5,
-        metadata=_help("AdamW learning rate (constant); 5e-5 suits 2B+ models, small ones need ~1e-3"),
+        metadata=_help(
+            "AdamW learning rate (constant); 5e-5 suits 2B+ models, small ones need ~1e-3"
+        ),
     )
     weight_decay: float = field(default=0.01, metadata=_help("AdamW weight decay"))
     epochs: int = field(default=1, metadata=_help("passes over the training file"))
@@ -80,7 +82,8 @@ class TrainConfig:
         default=0, metadata=_help("validation accuracy every K optimizer steps (0: at the end)")
     )
     save_every: int = field(
-        default=100, metadata=_help("checkpoint every K optimizer steps (0: never); resume reads it")
+        default=100,
+        metadata=_help("checkpoint every K optimizer steps (0: never); resume reads it"),
     )
     precision: str = field(
         default="auto", metadata=_help("auto (bf16 autocast on GPU), fp32 or bf16")
@@ -156,7 +159,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             else:
                 parser.add_argument(flag, dest=f.name, action="store_true", help=help_text)
             continue
-        base = next(a for a in typing.get_args(kind) if a is not type(None)) if typing.get_args(kind) else kind
+        base = (
+            next(a for a in typing.get_args(kind) if a is not type(None))
+            if typing.get_args(kind)
+            else kind
+        )
         required = f.default is dataclasses.MISSING
         default = None if required else f.default
         shown = "" if required or default is None else f" (default: {default})"

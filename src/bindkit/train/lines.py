@@ -79,7 +79,9 @@ def apply_lines(
         )
     config = json.loads((adapter / "adapter_config.json").read_text())
     if config.get("peft_type") != "LORA":
-        raise BindkitError(f"{adapter}: LiNeS scales LoRA adapters; this one is {config.get('peft_type')}")
+        raise BindkitError(
+            f"{adapter}: LiNeS scales LoRA adapters; this one is {config.get('peft_type')}"
+        )
     tensors = load_file(str(weights))
     depth = num_layers or num_layers_of(list(tensors))
     factors = lines_factors(depth, alpha, beta)

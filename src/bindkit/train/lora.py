@@ -145,7 +145,7 @@ def attach_adapter(model: Any, adapter: str | Path) -> Any:
         )
     modules = dict(model.named_modules())
     with safe_open(str(weights), framework="pt") as handle:
-        for key in handle.keys():
+        for key in handle.keys():  # noqa: SIM118 - safe_open is no dict
             name, _, part = key.removeprefix("base_model.model.").partition(".lora_")
             target = modules.get(name)
             shape = handle.get_slice(key).get_shape()

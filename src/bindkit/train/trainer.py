@@ -126,7 +126,7 @@ def load_trainable(spec: str, device: str | None) -> Any:
     from bindkit.embed.backends._torch import TorchEmbedder
     from bindkit.embed.registry import load_embedder
 
-    options = {"device": device} if device else {}
+    options: dict[str, Any] = {"device": device} if device else {}
     embedder = load_embedder(spec, cache=False, progress=False, **options)
     if not isinstance(embedder, TorchEmbedder):
         raise BindkitError(
@@ -207,7 +207,9 @@ class _Run:
         )
         trainable = [p for p in embedder.module.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(trainable, lr=config.lr, weight_decay=config.weight_decay)
-        plan = Plan(len(self.rows), config.batch_size, self.state.num_processes, config.epochs, config.seed)
+        plan = Plan(
+            len(self.rows), config.batch_size, self.state.num_processes, config.epochs, config.seed
+        )
         micro_total = len(plan.order)
         if config.max_steps is not None:
             micro_total = min(micro_total, config.max_steps * config.grad_accum)
@@ -348,7 +350,11 @@ class _Run:
             for micro in range(start, total):
                 assert pending is not None
                 rows, batches = pending.result()
-                pending = pool.submit(self.collate, plan.shard(micro + 1, rank)) if micro + 1 < total else None
+                pending = (
+                    pool.submit(self.collate, plan.shard(micro + 1, rank))
+                    if micro + 1 < total
+                    else None
+                )
                 with self.autocast():
                     query = embedder.forward(batches["query"]).float()
                     documents = embedder.forward(batches["documents"]).float()
@@ -393,7 +399,7 @@ class _Run:
                     if config.eval_every and steps % config.eval_every == 0 and self.val:
                         entry["val_triplet_accuracy"] = triplet_accuracy(embedder, self.val)
                         embedder.module.train()
-                        bar.write(f"step {steps}: val triplet accuracy {entry['val_triplet_accuracy']:.3f}")
+                        bar.write(f"step {steps}: val accuracy {entry['val_triplet_accuracy']:.3f}")
                     history.append(entry)
                     if config.save_every and steps % config.save_every == 0 and not last:
                         self.save_checkpoint(micro + 1, trainable, optimizer, history)
@@ -447,7 +453,10 @@ class _Run:
             "base_model": self.embedder.describe(),
             "base_fingerprint": self.embedder.fingerprint,
             "data": {
-                name: {"path": getattr(config, name), "sha256": sha256_file(Path(getattr(config, name)))}
+                name: {
+                    "path": getattr(config, name),
+                    "sha256": sha256_file(Path(getattr(config, name))),
+                }
                 for name in ("train", "val", "sts", "preserve")
                 if getattr(config, name)
             },
@@ -456,7 +465,11 @@ class _Run:
             "optimizer_steps": (micro_total + config.grad_accum - 1) // config.grad_accum,
             "world": self.state.num_processes,
             "train_seconds": round(train_seconds, 1),
-            "scores": {"base": before, "raw": raw_scores, **({"lines": lines_scores} if lines_scores else {})},
+            "scores": {
+                "base": before,
+                "raw": raw_scores,
+                **({"lines": lines_scores} if lines_scores else {}),
+            },
             "lines": lines,
             "history": history,
             "version": _version(),
@@ -465,7 +478,9 @@ class _Run:
             save_adapter(self.model, self.out / RAW)
             write_card(self.out / RAW, record, variant="raw")
             if lines is not None:
-                apply_lines(self.out / RAW, self.out / LINES, alpha=lines["alpha"], num_layers=depth)
+                apply_lines(
+                    self.out / RAW, self.out / LINES, alpha=lines["alpha"], num_layers=depth
+                )
                 write_card(self.out / LINES, record, variant="lines")
             write_card(self.out, record, variant=None)
             atomic_write_text(self.out / "train.json", json.dumps(record, indent=2) + "\n")
