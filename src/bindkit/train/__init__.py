@@ -1,4 +1,4 @@
-"""Training: LoRA triplet finetuning, LiNeS, preservation; torch is imported only when used."""
+"""Finetuning: losses, LoRA, LiNeS, trainers; torch is imported only when used."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Analyses of what a model does with bindings: attention margins, modality gap."""
