@@ -283,3 +283,22 @@ def test_trained_adapter_loads_through_the_spec(
     )
     with pytest.raises(BindkitError, match="made for another base model"):
         load_embedder(f"st:default+adapter={adapter}", cache=False)
+
+
+def test_attention_loss_is_wired(
+    tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bindkit.train import attention
+
+    calls: list[float] = []
+    original = attention.binding_penalty
+
+    def counted(margins: Any, tau: float) -> Any:
+        calls.append(tau)
+        return original(margins, tau)
+
+    monkeypatch.setattr(attention, "binding_penalty", counted)
+    record = train_triplets(
+        config(tiny_qwen2_vl, triplets, tmp_path / "r", max_steps=2, attn_loss=True, attn_tau=0.3)
+    )
+    assert calls == [0.3, 0.3] and record["config"]["attn_loss"] is True

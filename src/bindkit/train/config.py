@@ -78,6 +78,12 @@ class TrainConfig:
     preserve_batch: int = field(
         default=32, metadata=_help("preservation sentences mixed into each micro-batch")
     )
+    attn_loss: bool = field(
+        default=False,
+        metadata=_help("add the attention binding loss on the queries (bindkit.train.attention)"),
+    )
+    attn_tau: float = field(default=0.1, metadata=_help("attention loss target margin tau"))
+    attn_weight: float = field(default=0.1, metadata=_help("attention loss weight lambda"))
     eval_every: int = field(
         default=0, metadata=_help("validation accuracy every K optimizer steps (0: at the end)")
     )
@@ -114,6 +120,8 @@ class TrainConfig:
             "eval_every": self.eval_every,
             "save_every": self.save_every,
             "lines_tolerance": self.lines_tolerance,
+            "attn_tau": self.attn_tau,
+            "attn_weight": self.attn_weight,
         }
         for name, value in nonnegative.items():
             if value < 0:

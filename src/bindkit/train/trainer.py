@@ -77,6 +77,21 @@ class Plan:
         return self.order[micro][rank :: self.world]
 
 
+def attention_term(embedder: Any, tau: float, weight: float) -> AuxiliaryLoss:
+    """The attention binding loss (:mod:`bindkit.train.attention`) on each micro-batch's
+    queries, whose bindings are read from the rows (or parsed from the synthetic query)."""
+    from bindkit.train.attention import AttentionBindingLoss, bound_text
+
+    loss = AttentionBindingLoss(embedder, tau=tau, weight=weight)
+
+    def term(step: Step) -> Any:
+        items = [bound_text(row) for row in step.rows]
+        _, penalty = loss(items, step.batches["query"], role="query")
+        return penalty
+
+    return term
+
+
 def read_sentences(path: str | Path) -> list[str]:
     """Sentences for the preservation term: one per line, or JSONL rows with a ``text`` field
     (triplet rows give their query, positive and negative)."""
@@ -205,6 +220,8 @@ class _Run:
             dropout=config.lora_dropout,
             seed=config.seed,
         )
+        if config.attn_loss:
+            self.auxiliary.append(attention_term(embedder, config.attn_tau, config.attn_weight))
         trainable = [p for p in embedder.module.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(trainable, lr=config.lr, weight_decay=config.weight_decay)
         plan = Plan(
