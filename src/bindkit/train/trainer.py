@@ -70,7 +70,9 @@ class Plan:
         for epoch in range(self.epochs):
             generator = torch.Generator().manual_seed(self.seed * 1000 + epoch)
             perm = torch.randperm(self.rows, generator=generator).tolist()
-            self.order += [perm[i : i + per_step] for i in range(0, len(perm), per_step)]
+            batches = [perm[i : i + per_step] for i in range(0, len(perm), per_step)]
+            # with several ranks, a last batch too small to give every rank a row is dropped
+            self.order += [b for b in batches if len(b) >= self.world]
 
     def shard(self, micro: int, rank: int) -> list[int]:
         """Rank ``rank``'s rows of global micro-batch ``micro``."""
