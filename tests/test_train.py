@@ -310,7 +310,7 @@ def test_plan_order_is_seeded_and_sharded() -> None:
     plan = Plan(rows=10, batch_size=2, world=2, epochs=2, seed=3)
     assert plan.order == Plan(rows=10, batch_size=2, world=2, epochs=2, seed=3).order
     assert len(plan.order) == 6  # 10 rows → batches of 4, 4, 2 per epoch
-    assert sorted(sum(plan.order[:3], [])) == list(range(10))
+    assert sorted(i for batch in plan.order[:3] for i in batch) == list(range(10))
     assert plan.order[:3] != plan.order[3:]  # each epoch reshuffles
     assert plan.shard(0, 0) == plan.order[0][0::2] and plan.shard(0, 1) == plan.order[0][1::2]
     assert [len(b) for b in Plan(rows=9, batch_size=2, world=2, epochs=1, seed=0).order] == [4, 4]
