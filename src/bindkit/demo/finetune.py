@@ -163,7 +163,7 @@ def _evaluate(
             report=False,
             verbose=False,
         )
-        row["saber_t2t_mcq"] = record[0]["result"]["scores"]["mcq_accuracy"]
+        row["saber_t2t_mcq"] = record[0]["scores"]["mcq_accuracy"]
         record = evaluate(
             [spec],
             task="triplets",
@@ -173,7 +173,7 @@ def _evaluate(
             report=False,
             verbose=False,
         )
-        row["heldout_triplets"] = record[0]["result"]["scores"]["triplet_accuracy"]
+        row["heldout_triplets"] = record[0]["scores"]["triplet_accuracy"]
         if options.sts:
             record = evaluate(
                 [spec],
@@ -184,7 +184,7 @@ def _evaluate(
                 report=False,
                 verbose=False,
             )
-            row["sts_spearman"] = record[0]["result"]["scores"]["spearman"]
+            row["sts_spearman"] = record[0]["scores"]["spearman"]
         table[label] = row
         _say(options, f"{label}: " + ", ".join(f"{k} {100 * v:.2f}" for k, v in row.items()))
     return table
