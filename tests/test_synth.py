@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from bindkit.synth.diversity import Controller
 from bindkit.synth.example import Example, complete
 from bindkit.synth.generate import EXAMPLES, REJECTED, generate
 from bindkit.synth.splits import no_overlap, read_examples, saber_words, split, write_splits
-from bindkit.synth.text import bag, permute_words
+from bindkit.synth.text import bag, permute_words, words
 from bindkit.synth.validate import RULES, validate_example, validate_file
 
 
@@ -141,9 +142,104 @@ CASES: list[tuple[str, str, Any]] = [
             ex, ex.positive.replace("the former", "it", 1).replace("the first", "it", 1)
         ),
     ),
-    ("length", "pair_swap", lambda ex: ex.targets.__setitem__("length_band", [60, 70])),
-    ("distance", "pair_swap", lambda ex: ex.targets.__setitem__("distance_window", [40, 50])),
+    ("length", "pair_swap", lambda ex: ex.targets.__setitem__("length_band", _other_band(ex))),
+    (
+        "distance",
+        "pair_swap",
+        lambda ex: ex.targets.__setitem__("distance_window", _other_window(ex)),
+    ),
+    ("declared_band", "pair_swap", lambda ex: ex.targets.__setitem__("length_band", [0, 1000])),
+    (
+        "declared_band",
+        "deferred_bind_respective",
+        lambda ex: ex.targets.__setitem__("length_band", [10, 15]),  # not a deferred band
+    ),
+    (
+        "declared_window",
+        "pair_swap",
+        lambda ex: ex.targets.__setitem__("distance_window", [0, 1000]),
+    ),
+    (
+        "punctuation",
+        "pair_swap",
+        lambda ex: ex.negatives.__setitem__("attribute", ex.negatives["attribute"] + "!!! ???"),
+    ),
+    ("agreement", "pair_swap", lambda ex: _rename(ex, ex.objects[0], "pliers")),
+    ("kept_pair", "triple_bind_swap", lambda ex: _keep_another_pair(ex)),
+    ("slot_swap", "attr_bundle", lambda ex: _swap_across_slots(ex)),
+    ("predication", "predicative", lambda ex: _set_positive(ex, _attributive(ex))),
+    ("text_bindings", "predicative", lambda ex: _swap_attributes_in_text(ex)),
+    ("text_bindings", "deferred_bind_anaphoric", lambda ex: _swap_attributes_in_text(ex)),
+    (
+        "anaphora",
+        "deferred_bind_anaphoric",
+        lambda ex: _set_positive(ex, _one_and_other(ex.positive)),
+    ),
+    ("distractors", "pair_swap", lambda ex: ex.distractors.append(("zesty", "kazoo"))),
+    ("distractors", "triple_bind_cycle", lambda ex: ex.distractors.append(("zesty", "kazoo"))),
+    (
+        "once",
+        "pair_swap",
+        lambda ex: _set_positive(ex, ex.positive[:-1] + f" and a {ex.bindings[0][0]}-ish box."),
+    ),
 ]
+
+
+def _other_band(ex: Example) -> list[int]:
+    from bindkit.synth.controls import bands, length_ok
+
+    n = len(words(ex.positive))
+    return list(next(b for b in bands(CONSTRUCTIONS[ex.type]) if not length_ok(n, b)))
+
+
+def _other_window(ex: Example) -> list[int]:
+    from bindkit.synth.controls import windows
+
+    current = tuple(ex.targets["distance_window"])
+    return list(next(w for w in windows(CONSTRUCTIONS[ex.type]) if w[0] > current[1]))
+
+
+def _rename(ex: Example, old: str, new: str) -> None:
+    ex.bindings = [(a, new if o == old else o) for a, o in ex.bindings]
+    ex.positive = re.sub(rf"\b{old}\b", new, ex.positive)
+    complete(ex, random.Random(0))
+
+
+def _keep_another_pair(ex: Example) -> None:
+    """The object negative keeps a different pair than the attribute negative."""
+    kept = ex.targets["kept"]
+    other = next(o for o in ex.objects if o != kept)
+    x, y = [o for o in ex.objects if o != other]
+    ex.negatives["object"] = permute_words(ex.positive, {x: y, y: x})
+    ex.intended = {}
+
+
+def _swap_across_slots(ex: Example) -> None:
+    """Swap an attribute of the first object with the other-slot attribute of the second."""
+    first, second = ex.objects
+    slots = ex.slots or {}
+    a = ex.attributes_of(first)[0]
+    b = next(x for x in ex.attributes_of(second) if slots[x] != slots[a])
+    ex.negatives["attribute"] = permute_words(ex.positive, {a: b, b: a})
+    ex.intended = {}
+
+
+def _attributive(ex: Example) -> str:
+    (a1, o1), (a2, o2) = ex.bindings
+    ex.distractors = []
+    return f"On the shelf we saw a {a1} old {o1} and a {a2} new {o2} today after lunch."
+
+
+def _swap_attributes_in_text(ex: Example) -> None:
+    (a1, _), (a2, _) = ex.bindings
+    _set_positive(ex, permute_words(ex.positive, {a1: a2, a2: a1}))
+
+
+def _one_and_other(text: str) -> str:
+    for first, second in (("former", "latter"), ("first", "second")):
+        text = text.replace(f"the {first}", "the one").replace(f"The {first}", "The one")
+        text = text.replace(f"the {second}", "the other").replace(f"The {second}", "The other")
+    return "At first glance " + text[0].lower() + text[1:]
 
 
 def _break_article(text: str) -> str:
@@ -160,7 +256,7 @@ def _separate(ex: Example) -> str:
     return ex.positive.replace(f"{attribute} {obj}", f"{attribute} old {obj}", 1)
 
 
-@pytest.mark.parametrize(("rule", "kind", "mutate"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("rule", "kind", "mutate"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_planted_violation(by_type: dict[str, Example], rule: str, kind: str, mutate: Any) -> None:
     ex = plant(by_type, kind, mutate)
     problems = validate_example(ex)
@@ -174,6 +270,10 @@ def test_every_rule_has_a_planted_case(tmp_path: Path, by_type: dict[str, Exampl
     checked, failures = validate_file(path)
     assert checked == 3 and [f[2].rule for f in failures] == ["schema", "schema"]
     assert {c[0] for c in CASES} | {"schema"} == set(RULES)
+
+
+def test_planted_cases_are_valid_before_planting(by_type: dict[str, Example]) -> None:
+    assert all(validate_example(ex) == [] for ex in by_type.values())
 
 
 def test_controller_caps_duplicates_and_suggestions(by_type: dict[str, Example]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import shutil
@@ -203,11 +204,11 @@ def _missing_field(rows: list[Row]) -> None:
 
 
 CASES: list[tuple[str, Callable[[list[Row]], Any], set[str]]] = [
-    ("format", _corrupt_line, {"format", "balance", "manifest", "chain"}),
-    ("format", _missing_field, {"format", "balance", "manifest"}),
+    ("format", _corrupt_line, {"format", "balance", "manifest", "chain", "complete"}),
+    ("format", _missing_field, {"format", "balance", "manifest", "complete"}),
     ("ids", _duplicate_id, {"ids", "manifest"}),
     ("roles", _swap_candidate_roles, {"roles", "manifest"}),
-    ("n", _wrong_n, {"n", "balance", "manifest"}),
+    ("n", _wrong_n, {"n", "balance", "manifest", "complete"}),
     ("query", _duplicate_object, {"query", "manifest"}),
     ("vocabulary", _unknown_object, {"vocabulary", "manifest"}),
     (
@@ -227,9 +228,9 @@ CASES: list[tuple[str, Callable[[list[Row]], Any], set[str]]] = [
     ("prompt", _bad_prompt, {"prompt", "manifest"}),
     ("image", _escaping_image, {"image", "manifest"}),
     ("kind", _independent_with_chain, {"kind", "manifest"}),
-    ("chain", _chain_gap, {"chain", "manifest"}),
+    ("chain", _chain_gap, {"chain", "manifest", "complete"}),
     ("chain", _chain_realization_changes, {"chain", "manifest"}),
-    ("balance", _drop_one_independent, {"balance", "manifest"}),
+    ("balance", _drop_one_independent, {"balance", "manifest", "complete"}),
     ("manifest", _edit_after_manifest, {"manifest"}),
 ]
 
@@ -258,8 +259,102 @@ def test_planted_violation_is_reported(
     EXERCISED.add(rule)
 
 
+@pytest.fixture(scope="module")
+def long_chains(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """N = 2..8 with two chains: long enough that a never-reshuffled chain is no accident."""
+    from bindkit.saber.build import generate_saber
+
+    out = tmp_path_factory.mktemp("saber") / "long"
+    generate_saber(out, seed=3, per_n=4, n_min=2, n_max=8)
+    return out
+
+
+def _unshuffle_chains(rows: list[Row]) -> None:
+    """S3: every chain step keeps its earlier pairs in order and appends the new pair."""
+    previous: dict[str, list[Any]] = {}
+    for row in sorted((r for r in rows if r["kind"] == "nested"), key=lambda r: r["step"]):
+        query = row["query"]["bindings"]
+        earlier = previous.get(row["chain"], [])
+        row["query"]["bindings"] = earlier + [b for b in query if b not in earlier]
+        previous[row["chain"]] = row["query"]["bindings"]
+        rerender(row)
+
+
+def _cut_a_chain(rows: list[Row]) -> list[Row]:
+    """S4: chain-0001 stops at N = 6, and one independent MCQ of N = 7 and 8 goes too."""
+    cut = [r for r in rows if r.get("chain") == "chain-0001" and r["n"] > 6]
+    cut += [pick(rows, n=n, kind="independent") for n in (7, 8)]
+    return [r for r in rows if r not in cut]
+
+
+LONG_CASES: list[tuple[str, Callable[[list[Row]], Any], set[str]]] = [
+    (
+        "reshuffle",
+        _unshuffle_chains,
+        {
+            "reshuffle",
+            "binding-preserving",
+            "attribute-swap",
+            "object-swap",
+            "distinct",
+            "joint-swap",
+            "manifest",
+        },
+    ),
+    ("complete", _cut_a_chain, {"complete", "manifest"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "mutate", "allowed"), LONG_CASES, ids=[c[1].__name__ for c in LONG_CASES]
+)
+def test_planted_chain_violation_is_reported(
+    long_chains: Path,
+    tmp_path: Path,
+    rule: str,
+    mutate: Callable[[list[Row]], Any],
+    allowed: set[str],
+) -> None:
+    assert validate_saber(long_chains).ok
+    destination = tmp_path / "d"
+    shutil.copytree(long_chains, destination)
+    rows = [json.loads(x) for x in (destination / "saber.jsonl").read_text().splitlines()]
+    rows = mutate(rows) or rows
+    (destination / "saber.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = validate_saber(destination)
+    rules = {v.rule for v in report.violations}
+    assert rule in rules and rules <= allowed, report.violations
+    (destination / "manifest.json").unlink()  # the rules hold without a manifest too
+    assert rule in {v.rule for v in validate_saber(destination).violations}
+
+
+def test_reshuffle_accepts_chance_order_keeping(tmp_path: Path) -> None:
+    """Chains that keep their order at some steps by chance (N = 2..10, 10 chains) pass."""
+    from bindkit.saber.build import generate_saber
+    from bindkit.saber.io import mcq_from_json
+    from bindkit.saber.validate import check_reshuffle, keeps_order
+
+    generate_saber(tmp_path / "s", seed=1, per_n=20, n_min=2, n_max=10)
+    assert validate_saber(tmp_path / "s").ok
+    rows = [json.loads(x) for x in (tmp_path / "s" / "saber.jsonl").read_text().splitlines()]
+    mcqs = [mcq_from_json(r, "x") for r in rows if r["kind"] == "nested"]
+    chains: dict[str, list[Any]] = {}
+    for m in sorted(mcqs, key=lambda m: m.step or 0):
+        chains.setdefault(m.chain or "", []).append(m)
+    kept = sum(keeps_order(a, b) for c in chains.values() for a, b in itertools.pairwise(c))
+    assert kept > 0 and check_reshuffle(chains) == []  # some steps keep order by chance
+
+
+@pytest.mark.slow
+def test_the_default_set_validates(tmp_path: Path) -> None:
+    from bindkit.saber.build import generate_saber
+
+    generate_saber(tmp_path / "s", seed=0)
+    assert validate_saber(tmp_path / "s").ok
+
+
 def test_every_rule_has_a_planted_case() -> None:
-    assert {c[0] for c in CASES} == set(RULES)
+    assert {c[0] for c in CASES} | {c[0] for c in LONG_CASES} == set(RULES)
 
 
 def test_violation_names_the_mcq(small_saber: Path, tmp_path: Path) -> None:
@@ -276,3 +371,13 @@ def test_violation_names_the_mcq(small_saber: Path, tmp_path: Path) -> None:
 def test_missing_directory_is_a_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError, match=r"saber\.jsonl: not found"):
         validate_saber(tmp_path)
+
+
+def test_every_realisation_contains_its_attribute_word() -> None:
+    """No "mirror-chrome" for mirrored: the generation form names the attribute."""
+    vocab = load_vocabulary()
+    rng = random.Random(0)
+    for attribute in vocab.attributes:
+        for _ in range(30):
+            text = attribute.realize(rng, vocab.palette).text
+            assert attribute.name in text, (attribute.name, text)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,16 @@ def register(commands: Any) -> None:
         "generate",
         help="generate validated examples (resumable), then splits and triplets",
         description="Generate until OUT/examples.jsonl holds --n accepted examples; re-running "
-        "continues where a run stopped. Then write train/val/test/held-out triplet files.",
+        "continues where a run stopped (with the options OUT/manifest.json records). Then write "
+        "train/val/test/held-out triplet files.",
     )
+    from bindkit.synth.backends import BACKENDS
+
     gen.add_argument(
         "--backend",
-        choices=["template", "openai"],
+        choices=list(BACKENDS),
         default="template",
-        help="template: offline grammar; openai: any OpenAI-compatible server",
+        help="; ".join(f"{e.name}: {e.help}" for e in BACKENDS.values()),
     )
     gen.add_argument("--n", type=int, required=True, help="target number of accepted examples")
     gen.add_argument("--out", type=Path, required=True, help="output directory")
@@ -38,109 +40,174 @@ def register(commands: Any) -> None:
     gen.add_argument("--llm-model", default=None, help="openai: model name (env BINDKIT_LLM_MODEL)")
     gen.add_argument("--api-key", default=None, help="openai: key (env OPENAI_API_KEY)")
     gen.add_argument("--timeout", type=float, default=120.0, help="openai: seconds per request")
-    gen.add_argument("--max-retries", type=int, default=5, help="openai: retries on 429/5xx")
+    gen.add_argument(
+        "--max-retries", type=int, default=5, help="openai: retries on 408/429/5xx/network errors"
+    )
+    gen.add_argument(
+        "--max-failures",
+        type=int,
+        default=20,
+        help="stop after this many failed requests in a row (server down or unreachable)",
+    )
+    gen.add_argument(
+        "--max-attempts",
+        type=int,
+        default=None,
+        help="give up after this many attempts (default: max(1000, 50 x --n))",
+    )
     gen.add_argument(
         "--prompts",
         type=Path,
         default=None,
         help="openai: directory of prompt templates (default: packaged)",
     )
-    gen.add_argument(
-        "--exclude-vocab",
-        default=None,
-        metavar="SABER_VOCAB",
-        help="NoOverlap: drop examples sharing a word with a SABER vocabulary "
-        "directory ('builtin' for the packaged one) when writing splits",
-    )
+    _split_options(gen)
     gen.add_argument("--no-splits", action="store_true", help="only generate examples")
     gen.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     gen.set_defaults(handler=_generate)
 
-    val = sub.add_parser("validate", help="check a JSONL file of examples against every rule")
+    val = sub.add_parser(
+        "validate",
+        help="check a JSONL file of examples (or triplets) against every rule",
+        description="Check every example against the seed's rules; duplicate ids and "
+        "attribute-object sets are always checked over the whole file. Triplet files "
+        "(train.jsonl, ...) are detected from their rows.",
+    )
     val.add_argument("file", type=Path)
     val.add_argument("--all", action="store_true", help="list every rejection (default: 50)")
+    val.add_argument(
+        "--dataset",
+        action="store_true",
+        help="the file is a whole run: also check frequency caps, the construction mix and "
+        "the anaphoric order balance",
+    )
+    val.add_argument(
+        "--kind",
+        choices=["examples", "triplets"],
+        default=None,
+        help="file kind (default: detected from the first row)",
+    )
+    val.add_argument(
+        "--split",
+        choices=["train", "val", "test", "heldout"],
+        default=None,
+        help="triplets: the split of the file (default: from its name)",
+    )
     val.set_defaults(handler=_validate)
 
     spl = sub.add_parser("split", help="(re)write splits and triplets from DIR/examples.jsonl")
     spl.add_argument("directory", type=Path)
-    spl.add_argument("--seed", type=int, default=0)
-    spl.add_argument("--exclude-vocab", default=None, metavar="SABER_VOCAB")
+    spl.add_argument("--seed", type=int, default=None, help="default: the run's seed")
+    _split_options(spl)
+    spl.add_argument(
+        "--verify",
+        action="store_true",
+        help="write nothing: check that the split files are one complete set made from "
+        "DIR/examples.jsonl (exit 2 naming the first file that is not)",
+    )
     spl.set_defaults(handler=_split)
 
 
-def _exclude(value: str | None) -> set[str] | None:
-    if value is None:
-        return None
-    from bindkit.synth.splits import saber_words
-
-    return saber_words(None if value == "builtin" else value)
+def _split_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--exclude-vocab",
+        default=None,
+        metavar="SABER_VOCAB",
+        help="also write the NoOverlap, Random and OverlapOnly training subsets (size-matched, "
+        "from the train split) against a SABER vocabulary directory ('builtin' for the "
+        "packaged one); val/test/held-out stay the full run's",
+    )
+    parser.add_argument(
+        "--mixed-lengths",
+        action="store_true",
+        help="also write mixed_lengths/train.jsonl: each train example as short query / long "
+        "caption, short / short and long / short",
+    )
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from bindkit.synth.generate import generate
+    from bindkit.synth.generate import run
 
-    backend: Any
-    if args.backend == "template":
-        from bindkit.synth.backends.template import TemplateBackend
-
-        backend = TemplateBackend(seed=args.seed)
-    else:
-        from bindkit.synth.backends.openai import OpenAIBackend
-
-        backend = OpenAIBackend(
-            base_url=args.base_url,
-            model=args.llm_model,
-            api_key=args.api_key,
-            timeout=args.timeout,
-            max_retries=args.max_retries,
-            prompts=args.prompts,
-        )
-    start = time.perf_counter()
-    controller, stats = generate(
+    result = run(
         args.out,
         args.n,
-        backend,
+        backend=args.backend,
         seed=args.seed,
         concurrency=args.concurrency,
-        progress=not args.quiet,
+        base_url=args.base_url,
+        llm_model=args.llm_model,
+        api_key=args.api_key,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        max_failures=args.max_failures,
+        max_attempts=args.max_attempts,
+        prompts=args.prompts,
+        splits=not args.no_splits,
+        exclude_vocab=args.exclude_vocab,
+        mixed_lengths=args.mixed_lengths,
+        progress=False if args.quiet else None,
     )
-    seconds = time.perf_counter() - start
-    print(stats.table(controller))
+    print(result.stats.table(result.controller))
     print(
-        f"{controller.accepted} examples in {args.out / 'examples.jsonl'} "
-        f"({controller.accepted - stats.resumed} new in {seconds:.1f}s)"
+        f"{result.controller.accepted} examples in {args.out / 'examples.jsonl'} "
+        f"({result.controller.accepted - result.stats.resumed} new in {result.seconds:.1f}s)"
     )
-    if not args.no_splits:
-        _write_splits(args.out, args.seed, _exclude(args.exclude_vocab))
+    if result.stats.resumed > args.n:
+        print(
+            f"note: {args.out} already held {result.stats.resumed} examples, more than --n "
+            f"{args.n}; nothing was generated and the splits use all of them",
+            file=sys.stderr,
+        )
+    if result.splits is not None:
+        _print_counts(result.splits)
     return 0
 
 
-def _write_splits(directory: Path, seed: int, exclude: set[str] | None) -> None:
-    from bindkit.synth.splits import write_splits
-
-    counts = write_splits(directory, seed=seed, exclude_vocab=exclude)
+def _print_counts(counts: dict[str, int]) -> None:
     print("triplets: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
 
 
 def _split(args: argparse.Namespace) -> int:
-    _write_splits(args.directory, args.seed, _exclude(args.exclude_vocab))
+    from bindkit.synth.splits import verify_splits, write_splits
+
+    if args.verify:
+        summary = verify_splits(args.directory)
+        print(f"{args.directory}: {len(summary['files'])} split files, one complete set")
+        return 0
+
+    counts = write_splits(
+        args.directory,
+        seed=args.seed,
+        exclude_vocab=args.exclude_vocab,
+        mixed_lengths=args.mixed_lengths,
+    )
+    _print_counts(counts)
     return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from bindkit.synth.validate import RULES, count_rules, validate_file
+    from bindkit.synth.validate import (
+        DATASET_RULES,
+        RULES,
+        TRIPLET_RULES,
+        count_rules,
+        validate_file,
+    )
 
-    checked, failures = validate_file(args.file)
+    checked, failures = validate_file(
+        args.file, dataset=args.dataset, kind=args.kind, split=args.split
+    )
     shown = failures if args.all else failures[:50]
     for where, example_id, rejection in shown:
         print(f"{where} {example_id}: [{rejection.rule}] {rejection.message}")
     if len(shown) < len(failures):
         print(f"... {len(failures) - len(shown)} more (pass --all)")
-    rejected_lines = len({w for w, _, _ in failures})
+    rejected_lines = len({w for w, _, _ in failures if w != args.file.name})
     print(
-        f"{checked} examples, {checked - rejected_lines} valid, {rejected_lines} rejected",
+        f"{checked} rows, {checked - rejected_lines} valid, {rejected_lines} rejected",
         file=sys.stderr,
     )
+    described = {**TRIPLET_RULES, **RULES, **DATASET_RULES}
     for rule, n in count_rules(r for _, _, r in failures).most_common():
-        print(f"  {rule:<18} {n:>7}  {RULES.get(rule, '')}", file=sys.stderr)
+        print(f"  {rule:<18} {n:>7}  {described.get(rule, '')}", file=sys.stderr)
     return 1 if failures else 0

@@ -5,6 +5,7 @@ Each violation names its rule (see :data:`RULES`), the MCQ id (or file and line)
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,10 @@ RULES: dict[str, str] = {
     "kind": "independent MCQs have no chain or step; nested MCQs have both",
     "chain": "a chain's steps are consecutive from the smallest N, and each step keeps every "
     "earlier binding (and its realisation) and adds exactly one",
+    "reshuffle": "nested chains reshuffle the pair order at each step: no long chain keeps the "
+    "order of its earlier pairs at every step, and no more steps keep it than chance allows",
+    "complete": "every chain runs from the smallest to the largest N, and every N in between "
+    "has the same number of MCQs",
     "balance": "for each N, half of the MCQs are independent and half nested",
     "manifest": "manifest.json matches the data (format, counts, file hash)",
 }
@@ -214,8 +219,20 @@ def check_dataset(mcqs: Sequence[MCQ]) -> list[Violation]:
             else:
                 chains[m.chain].append(m)
     n_min = min((m.n for m in mcqs), default=2)
-    for chain_id, members in chains.items():
-        out += _check_chain(chain_id, sorted(members, key=lambda m: m.step or 0), n_min)
+    n_max = max((m.n for m in mcqs), default=2)
+    ordered = {c: sorted(members, key=lambda m: m.step or 0) for c, members in chains.items()}
+    for chain_id, members in ordered.items():
+        out += _check_chain(chain_id, members, n_min)
+        if members[-1].n != n_max:
+            message = f"stops at N = {members[-1].n}; the file's chains run to N = {n_max}"
+            out.append(Violation("complete", chain_id, message))
+    out += check_reshuffle(ordered)
+    by_n = Counter(m.n for m in mcqs)
+    expected = by_n.get(n_min, 0)
+    for n in range(n_min, n_max + 1):
+        if by_n.get(n, 0) != expected:
+            message = f"{by_n.get(n, 0)} MCQs; N = {n_min} has {expected}"
+            out.append(Violation("complete", f"N={n}", message))
 
     per_n: dict[int, Counter[str]] = defaultdict(Counter)
     for m in mcqs:
@@ -230,6 +247,44 @@ def check_dataset(mcqs: Sequence[MCQ]) -> list[Violation]:
                     "they must be equal",
                 )
             )
+    return out
+
+
+# A chain keeps its earlier pairs' order at a step with k earlier pairs with chance 1/k!.
+UNSHUFFLED_CHANCE = 1e-4  # a chain never reshuffled is rejected below this chance
+EXCESS_SD = 5.0  # order-keeping steps beyond chance + this many standard deviations
+
+
+def keeps_order(previous: MCQ, current: MCQ) -> bool:
+    """Whether ``current`` lists ``previous``'s pairs in the same relative order."""
+    earlier = set(previous.query.bindings)
+    return [b for b in current.query.bindings if b in earlier] == list(previous.query.bindings)
+
+
+def check_reshuffle(chains: dict[str, list[MCQ]]) -> list[Violation]:
+    """The seed reshuffles the pair order at every chain step. A random shuffle keeps the
+    order of k earlier pairs with chance 1/k!, so a single step proves nothing (bindkit's own
+    default set has about 70 of 800 such steps). Rejected: a chain that keeps the order at every
+    step when the chance of that is below UNSHUFFLED_CHANCE, and a file whose order-keeping
+    steps exceed their expected number by more than EXCESS_SD standard deviations."""
+    out: list[Violation] = []
+    kept = expected = variance = 0.0
+    for chain_id, members in chains.items():
+        steps = [(a, b) for a, b in pairwise(members) if a.n >= 2 and b.n == a.n + 1]
+        chances = [1 / math.factorial(a.n) for a, _ in steps]
+        keeps = [keeps_order(a, b) for a, b in steps]
+        if steps and all(keeps) and math.prod(chances) < UNSHUFFLED_CHANCE:
+            message = f"keeps the order of its earlier pairs at all {len(steps)} steps"
+            out.append(Violation("reshuffle", chain_id, message))
+        kept += sum(keeps)
+        expected += sum(chances)
+        variance += sum(p * (1 - p) for p in chances)
+    if kept > expected + EXCESS_SD * math.sqrt(variance) + 1:
+        message = (
+            f"{kept:.0f} chain steps keep the order of their earlier pairs; a reshuffle keeps "
+            f"about {expected:.0f}"
+        )
+        out.append(Violation("reshuffle", "chains", message))
     return out
 
 
@@ -299,6 +354,17 @@ def check_manifest(
         )
     if manifest.get("counts") != counts(mcqs):
         out.append(Violation("manifest", where, "counts do not match saber.jsonl"))
+    options = manifest.get("options")
+    if isinstance(options, dict) and mcqs:
+        found = {
+            "n_min": min(m.n for m in mcqs),
+            "n_max": max(m.n for m in mcqs),
+            "per_n": max(Counter(m.n for m in mcqs).values()),
+        }
+        for key, value in found.items():
+            if key in options and options[key] != value:
+                message = f"options.{key} is {options[key]!r}, the data has {value}"
+                out.append(Violation("manifest", where, message))
     recorded = manifest.get("files", {}).get(SABER_FILE, {}).get("sha256")
     if recorded is not None and recorded != sha256_file(directory / SABER_FILE):
         out.append(

@@ -67,7 +67,7 @@ def minimum_words(construction: Construction, window: tuple[int, int]) -> int:
     lo, k = window[0], construction.objects
     if construction.family in ("adjacent", "bundle"):
         per_object = 1 + construction.attributes_per_object
-        return 1 + k * per_object + (k - 1) * max(lo, 1)
+        return 1 + k * per_object + (k - 1) * max(lo, 1) + 1  # article ... verb
     if construction.family == "predicative":
         return k * (3 + lo) + (k - 1)
     return 16 + lo

@@ -100,6 +100,7 @@ class Controller:
     accepted: int = 0
     by_type: Counter[str] = field(default_factory=Counter)
     objects: set[str] = field(default_factory=set)
+    orders: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         total = sum(self.mix.values())
@@ -157,7 +158,10 @@ class Controller:
         if key not in self._cache:
             top = controls()["vocabulary"]["avoid_frequent"]
             self._cache = {k: v for k, v in self._cache.items() if k[-1] == key[-1]}
-            self._cache[key] = [w for w, _ in self.counts.most_common(top)]
+            # ties broken by the word, not by insertion order (which follows set iteration
+            # order, i.e. PYTHONHASHSEED)
+            ranked = sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))
+            self._cache[key] = [w for w, _ in ranked[:top]]
         return list(dict.fromkeys([*reversed(self.recent), *self._cache[key]]))
 
     def suggestions(self, rng: random.Random, n_attributes: int) -> dict[str, list[str]]:
@@ -216,13 +220,19 @@ class Controller:
             weather=rng.choice([None, *self.weather]),
             register=rng.choice(self.registers),
             opener=rng.choice(self.openers),
-            order=rng.choice(["first_first", "second_first"])
-            if kind == "deferred_bind_anaphoric"
-            else None,
+            order=self._order(rng) if kind == "deferred_bind_anaphoric" else None,
             avoid=self.avoid(),
             banned=self.banned(c.attributes),
             suggestions=self.suggestions(rng, c.attributes),
         )
+
+    def _order(self, rng: random.Random) -> str:
+        """The anaphoric order behind in the accepted examples (a coin flip on a tie): exactly
+        half of them assign the second noun first, as the seed asks."""
+        first, second = self.orders["first_first"], self.orders["second_first"]
+        if first == second:
+            return rng.choice(["first_first", "second_first"])
+        return "first_first" if first < second else "second_first"
 
     # -- admission ----------------------------------------------------------------------
     def admit(self, ex: Example) -> str | None:
@@ -236,12 +246,14 @@ class Controller:
         return None
 
     def record(self, ex: Example) -> None:
-        words = ex.vocabulary()
+        words = sorted(ex.vocabulary())
         self.seen_sets.setdefault(ex.type, set()).add(frozenset(words))
         for word in words:
             self._move(word, self.counts[word], self.counts[word] + 1)
         self.counts.update(words)
-        self.recent.extend(sorted(words))
+        self.recent.extend(words)
+        if ex.targets.get("order"):
+            self.orders[ex.targets["order"]] += 1
         self.accepted += 1
         self.by_type[ex.type] += 1
         self.objects.update(ex.objects)

@@ -86,6 +86,30 @@ class Example:
             raise DataFormatError(
                 f'{where}: \'negatives\' must be {{"attribute": str, "object": str}}'
             )
+        intended = obj.get("intended") or {}
+        if not isinstance(intended, dict) or set(intended) - {"attribute", "object"}:
+            raise DataFormatError(
+                f'{where}: \'intended\' must be {{"attribute": pairs, "object": pairs}}'
+            )
+        slots = obj.get("slots")
+        if slots is not None and not (
+            isinstance(slots, dict) and all(isinstance(v, str) for v in slots.values())
+        ):
+            raise DataFormatError(f"{where}: 'slots' must be null or {{attribute: slot name}}")
+        targets = obj.get("targets") or {}
+        if not isinstance(targets, dict):
+            raise DataFormatError(f"{where}: 'targets' must be a JSON object")
+        for key in ("length_band", "distance_window"):
+            value = targets.get(key)
+            if value is not None and not (
+                isinstance(value, list)
+                and len(value) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in value)
+            ):
+                raise DataFormatError(f"{where}: 'targets.{key}' must be [low, high] integers")
+        source = obj.get("source") or {}
+        if not isinstance(source, dict):
+            raise DataFormatError(f"{where}: 'source' must be a JSON object")
         return cls(
             id=obj["id"],
             type=obj["type"],
@@ -93,13 +117,11 @@ class Example:
             positive=obj["positive"],
             query=obj["query"],
             negatives={"attribute": negatives["attribute"], "object": negatives["object"]},
-            intended={
-                k: _pairs(v, where, f"intended.{k}") for k, v in (obj.get("intended") or {}).items()
-            },
-            slots=obj.get("slots"),
+            intended={k: _pairs(v, where, f"intended.{k}") for k, v in intended.items()},
+            slots=slots,
             distractors=_pairs(obj.get("distractors") or [], where, "distractors"),
-            targets=obj.get("targets") or {},
-            source=obj.get("source") or {},
+            targets=targets,
+            source=source,
         )
 
 

@@ -4,6 +4,10 @@
 (with its rule), one flushed line each. A restart reads both back, rebuilds the controller
 (caps, avoid lists, duplicate sets) and continues to the target: a killed run loses at most the
 requests in flight, and never duplicates or loses an accepted example.
+
+:func:`run` is the whole ``bindkit synth generate`` command: it validates the options, refuses a
+directory that is not a synth run, holds the directory's lock, checks ``OUT/manifest.json``
+(a resumed run must use the options it started with), generates, and writes the splits.
 """
 
 from __future__ import annotations
@@ -12,46 +16,45 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import sys
+import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
-from bindkit.errors import BindkitError
+from bindkit.errors import BindkitError, DataFormatError
+from bindkit.synth.backends.base import AsyncBackend, Backend, Rejected
 from bindkit.synth.diversity import Controller, Plan
 from bindkit.synth.example import Example, complete
 from bindkit.synth.validate import validate_example
 
 EXAMPLES = "examples.jsonl"
 REJECTED = "rejected.jsonl"
+MANIFEST = "manifest.json"
+FORMAT = "bindkit-synth-run"
+MAX_N = 10_000_000
 
-
-class Backend(Protocol):
-    name: str
-
-    def produce(self, plan: Plan) -> Example: ...
-
-
-class AsyncBackend(Protocol):
-    name: str
-
-    async def produce_async(self, plan: Plan) -> Example: ...
-
-
-class Rejected(Exception):
-    """A backend's answer that cannot become an example (rule + message)."""
-
-    def __init__(self, rule: str, message: str) -> None:
-        super().__init__(message)
-        self.rule = rule
+# manifest fields that change what a run generates, and the option that sets each
+IDENTITY = {
+    "backend": "--backend",
+    "seed": "--seed",
+    "llm_model": "--llm-model",
+    "temperature": "temperature",
+    "json_mode": "json_mode",
+    "prompts_sha256": "--prompts (the prompt templates)",
+    "controls_sha256": "the synth controls (controls.toml)",
+    "data_sha256": "the packaged synth data files",
+}
 
 
 @dataclass
 class Stats:
     accepted: Counter[str] = field(default_factory=Counter)  # by type
     rejected: Counter[str] = field(default_factory=Counter)  # by rule
+    failures: int = 0  # backend transport failures, all of them
     resumed: int = 0
 
     def table(self, controller: Controller) -> str:
@@ -80,26 +83,64 @@ def _truncate_partial_line(path: Path) -> None:
         handle.truncate(data.rfind(b"\n") + 1)
 
 
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` per line of a run's JSONL file; a bad line is one error."""
+    fix = "delete that line (a run rewrites it) or start a new --out"
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise DataFormatError(f"{path}:{lineno}: not UTF-8 text; {fix}") from None
+            except json.JSONDecodeError as exc:
+                raise DataFormatError(
+                    f"{path}:{lineno}: corrupt JSON ({exc.msg} at column {exc.colno}); {fix}"
+                ) from None
+            if not isinstance(obj, dict):
+                raise DataFormatError(f"{path}:{lineno}: not a JSON object; {fix}")
+            yield lineno, obj
+
+
+def _attempt(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise DataFormatError(
+            f"{where}: 'attempt' must be a non-negative integer; start a new --out"
+        )
+    return value
+
+
 def resume(out: Path) -> tuple[Controller, int, Stats]:
-    """Rebuild the controller and the attempt counter from what ``out`` already holds."""
+    """Rebuild the controller and the attempt counter from what ``out`` already holds.
+
+    Raises:
+        DataFormatError: a corrupt line (naming file:line) or an example id seen twice.
+    """
     controller = Controller()
     stats = Stats()
     attempts = 0
     for name in (EXAMPLES, REJECTED):
         _truncate_partial_line(out / name)
     if (out / EXAMPLES).exists():
-        with (out / EXAMPLES).open(encoding="utf-8") as handle:
-            for lineno, line in enumerate(handle, start=1):
-                ex = Example.from_json(json.loads(line), f"{out / EXAMPLES}:{lineno}")
-                controller.record(ex)
-                attempts = max(attempts, int(ex.source.get("attempt", -1)) + 1)
-                stats.accepted[ex.type] += 1
+        first_line: dict[str, int] = {}
+        for lineno, obj in _rows(out / EXAMPLES):
+            where = f"{out / EXAMPLES}:{lineno}"
+            ex = Example.from_json(obj, where)
+            if ex.id in first_line:
+                raise DataFormatError(
+                    f"{where}: duplicate id {ex.id!r} (also on line {first_line[ex.id]}); two "
+                    "runs wrote into this directory: start a new --out"
+                )
+            first_line[ex.id] = lineno
+            controller.record(ex)
+            attempts = max(attempts, _attempt(ex.source.get("attempt", 0), where) + 1)
+            stats.accepted[ex.type] += 1
     if (out / REJECTED).exists():
-        with (out / REJECTED).open(encoding="utf-8") as handle:
-            for line in handle:
-                row = json.loads(line)
-                stats.rejected[row["rule"]] += 1
-                attempts = max(attempts, int(row.get("attempt", -1)) + 1)
+        for lineno, row in _rows(out / REJECTED):
+            where = f"{out / REJECTED}:{lineno}"
+            if not isinstance(row.get("rule"), str):
+                raise DataFormatError(f"{where}: 'rule' must be a string; start a new --out")
+            stats.rejected[row["rule"]] += 1
+            attempts = max(attempts, _attempt(row.get("attempt", 0), where) + 1)
     stats.resumed = controller.accepted
     return controller, attempts, stats
 
@@ -127,6 +168,9 @@ def accept_or_reject(
     return candidate, None, ""
 
 
+Outcome = tuple[Plan, Example | None, Rejected | None]
+
+
 def generate(
     out: str | Path,
     n: int,
@@ -135,10 +179,18 @@ def generate(
     seed: int = 0,
     concurrency: int = 8,
     max_attempts: int | None = None,
+    max_failures: int = 20,
     progress: bool = True,
     on_accept: Callable[[Example], None] | None = None,
 ) -> tuple[Controller, Stats]:
-    """Generate until ``OUT/examples.jsonl`` holds ``n`` accepted examples (resuming)."""
+    """Generate until ``OUT/examples.jsonl`` holds ``n`` accepted examples (resuming).
+
+    This is the loop alone: :func:`run` adds the lock, the manifest and the splits.
+
+    Raises:
+        BindkitError: fewer than ``n`` examples after ``max_attempts`` attempts, or
+            ``max_failures`` transport failures in a row (the server is down or unreachable).
+    """
     if n < 1:
         raise BindkitError(f"--n {n}: must be at least 1")
     out = Path(out)
@@ -146,12 +198,15 @@ def generate(
     controller, attempt, stats = resume(out)
     limit = max_attempts if max_attempts is not None else max(1000, 50 * n)
     bar = _Bar(n, controller.accepted, progress)
+    in_a_row = 0
     with (
         (out / EXAMPLES).open("a", encoding="utf-8") as good,
         (out / REJECTED).open("a", encoding="utf-8") as bad,
     ):
 
-        def handle(candidate: Example | None, plan: Plan, error: Rejected | None) -> None:
+        def handle(outcome: Outcome) -> None:
+            nonlocal in_a_row
+            plan, candidate, error = outcome
             if error is not None or candidate is None:
                 reason = error.rule if error else "malformed"
                 _append(
@@ -164,7 +219,20 @@ def generate(
                     },
                 )
                 stats.rejected[reason] += 1
+                if error is not None and error.transport:
+                    stats.failures += 1
+                    in_a_row += 1
+                    if in_a_row >= max_failures:
+                        bar.close()
+                        host = backend.host if isinstance(backend, AsyncBackend) else backend.name
+                        raise BindkitError(
+                            f"{host}: {in_a_row} requests in a row failed (last: {error}); check "
+                            "that the server is running and reachable at --base-url"
+                        )
+                else:
+                    in_a_row = 0
             else:
+                in_a_row = 0
                 example, rule, message = accept_or_reject(candidate, controller, seed)
                 if example is None:
                     _append(
@@ -184,9 +252,9 @@ def generate(
                     stats.accepted[example.type] += 1
                     if on_accept:
                         on_accept(example)
-            bar.update(controller.accepted, sum(stats.rejected.values()))
+            bar.update(controller.accepted, sum(stats.rejected.values()), stats.failures)
 
-        if hasattr(backend, "produce_async"):
+        if isinstance(backend, AsyncBackend):
             attempt = asyncio.run(
                 _run_async(backend, controller, n, attempt, seed, concurrency, limit, handle)
             )
@@ -195,11 +263,9 @@ def generate(
                 plan = controller.plan(attempt, seed)
                 attempt += 1
                 try:
-                    candidate: Example | None = backend.produce(plan)
-                    error = None
+                    handle((plan, backend.produce(plan), None))
                 except Rejected as exc:
-                    candidate, error = None, exc
-                handle(candidate, plan, error)
+                    handle((plan, None, exc))
     bar.close()
     if controller.accepted < n:
         raise BindkitError(
@@ -210,57 +276,359 @@ def generate(
 
 
 async def _run_async(
-    backend: Any,
+    backend: AsyncBackend,
     controller: Controller,
     n: int,
     attempt: int,
     seed: int,
     concurrency: int,
     limit: int,
-    handle: Callable[[Example | None, Plan, Rejected | None], None],
+    handle: Callable[[Outcome], None],
 ) -> int:
-    pending: set[asyncio.Task[tuple[Plan, Example | None, Rejected | None]]] = set()
+    pending: set[asyncio.Task[Outcome]] = set()
 
-    async def one(plan: Plan) -> tuple[Plan, Example | None, Rejected | None]:
+    async def one(plan: Plan) -> Outcome:
         try:
             return plan, await backend.produce_async(plan), None
         except Rejected as exc:
             return plan, None, exc
 
-    while controller.accepted < n and (pending or attempt < limit):
-        while (
-            len(pending) < concurrency
-            and attempt < limit
-            and (controller.accepted + len(pending) < n + concurrency)
-        ):
-            pending.add(asyncio.create_task(one(controller.plan(attempt, seed))))
-            attempt += 1
-        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            plan, candidate, error = task.result()
-            if controller.accepted < n:
-                handle(candidate, plan, error)
-    for task in pending:
-        task.cancel()
-    if hasattr(backend, "aclose"):
+    try:
+        while controller.accepted < n and (pending or attempt < limit):
+            while (
+                len(pending) < concurrency
+                and attempt < limit
+                and (controller.accepted + len(pending) < n + concurrency)
+            ):
+                pending.add(asyncio.create_task(one(controller.plan(attempt, seed))))
+                attempt += 1
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            # collect every outcome (and so every exception) before acting on any of them
+            outcomes = [(task.exception(), task) for task in done]
+            for exc, _ in outcomes:
+                if exc is not None:
+                    raise exc
+            for _, task in outcomes:
+                if controller.accepted < n:
+                    handle(task.result())
+    finally:
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
         await backend.aclose()
-        backend._client = None
     return attempt
 
 
 class _Bar:
+    """Accepted examples as the bar; rejections and transport failures as they happen."""
+
     def __init__(self, total: int, start: int, enabled: bool) -> None:
         self.bar = None
+        self.shown = 0.0
         if enabled:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=total, initial=start, desc="examples", unit="ex", file=sys.stderr)
 
-    def update(self, accepted: int, rejected: int) -> None:
-        if self.bar is not None and accepted > self.bar.n:
-            self.bar.set_postfix(rejected=rejected, refresh=False)
+    def update(self, accepted: int, rejected: int, failed: int) -> None:
+        if self.bar is None:
+            return
+        now = time.monotonic()
+        if now - self.shown > 0.2:  # a dead server shows up as failures before any progress
+            self.shown = now
+            self.bar.set_postfix(rejected=rejected, failed=failed, refresh=True)
+        if accepted > self.bar.n:
             self.bar.update(accepted - self.bar.n)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
+
+
+@dataclass
+class RunResult:
+    """What :func:`run` did: the controller and statistics, timing and split file counts."""
+
+    out: Path
+    controller: Controller
+    stats: Stats
+    seconds: float
+    splits: dict[str, int] | None
+
+
+def check_options(
+    n: int,
+    *,
+    concurrency: int,
+    timeout: float,
+    max_retries: int,
+    max_failures: int,
+    max_attempts: int | None = None,
+) -> None:
+    """Refuse runaway or meaningless sizes before any work (one line naming the option)."""
+    bounds: list[tuple[str, float, float, float]] = [
+        ("--n", n, 1, MAX_N),
+        ("--concurrency", concurrency, 1, 1024),
+        ("--timeout", timeout, 0.001, 3600),
+        ("--max-retries", max_retries, 0, 100),
+        ("--max-failures", max_failures, 1, 1_000_000),
+    ]
+    if max_attempts is not None:
+        bounds.append(("--max-attempts", max_attempts, 1, 1000 * MAX_N))
+    for option, value, lo, hi in bounds:
+        if not lo <= value <= hi or value != value:  # NaN compares false both ways
+            raise BindkitError(f"{option} {value}: must be at least {lo:g} and at most {int(hi):,}")
+
+
+def _synth_data_hashes() -> dict[str, str]:
+    from importlib.resources import files
+
+    from bindkit._io import sha256_bytes
+
+    root = files("bindkit.synth").joinpath("data")
+    digest = []
+    for name in sorted(p.name for p in root.iterdir() if p.is_file()):
+        digest.append(f"{name}:{sha256_bytes(root.joinpath(name).read_bytes())}")
+    return {
+        "controls_sha256": sha256_bytes(root.joinpath("controls.toml").read_bytes()),
+        "data_sha256": sha256_bytes("\n".join(digest).encode()),
+    }
+
+
+def read_manifest(out: Path) -> dict[str, Any] | None:
+    """``OUT/manifest.json`` of a synth run, None when absent; a foreign one is an error."""
+    path = out / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise DataFormatError(
+            f"{path}: corrupt manifest; restore it, or start a new --out"
+        ) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        kind = manifest.get("format") if isinstance(manifest, dict) else None
+        raise BindkitError(
+            f"{out}: holds another kind of data ({kind or 'an unknown manifest'}), not a synth "
+            "run; choose an empty or new --out"
+        )
+    return manifest
+
+
+def check_out(out: Path) -> None:
+    """Refuse an --out that is not a synth run (a SABER directory, any other non-empty one);
+    create a new one."""
+    from bindkit._lock import LOCK_NAME
+
+    if out.exists() and not out.is_dir():
+        raise BindkitError(f"--out {out}: is a file, not a directory; choose a directory")
+    if not out.exists():
+        try:
+            out.mkdir(parents=True)
+        except OSError as exc:
+            raise BindkitError(
+                f"--out {out}: cannot create it ({exc.strerror}); choose another directory"
+            ) from None
+        return
+    if (out / "saber.jsonl").exists():
+        raise BindkitError(f"--out {out}: is a SABER directory; choose an empty or new --out")
+    if read_manifest(out) is None and not (out / EXAMPLES).exists():
+        foreign = sorted(
+            p.name for p in out.iterdir() if p.name != LOCK_NAME and not _is_temporary(p)
+        )
+        if foreign:
+            raise BindkitError(
+                f"--out {out}: not empty ({foreign[0]}, ...) and not a synth run; choose an "
+                "empty or new --out"
+            )
+
+
+def _is_temporary(path: Path) -> bool:
+    return path.name.startswith(".") and path.name.endswith(".tmp")
+
+
+def clean_temporary(out: Path) -> list[Path]:
+    """Delete what killed runs left behind (atomic-write temp files, split staging folders).
+
+    Call it only while holding the directory's lock: a live writer's temp files look the same.
+    """
+    removed = []
+    for folder in [out, *(p for p in out.iterdir() if p.is_dir() and not _is_temporary(p))]:
+        for path in folder.iterdir():
+            if _is_temporary(path):
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+                removed.append(path)
+    return removed
+
+
+def _manifest(
+    backend: dict[str, Any], seed: int, options: dict[str, Any], old: dict[str, Any] | None
+) -> dict[str, Any]:
+    from bindkit import __version__
+
+    identity = {"seed": seed, **backend, **_synth_data_hashes()}
+    if old is not None:
+        for key, option in IDENTITY.items():
+            was, now = old.get("identity", {}).get(key), identity.get(key)
+            if was != now:
+                raise BindkitError(
+                    f"{option}: this run was started with {was!r}, not {now!r}; resuming would "
+                    "mix two runs. Rerun with the original value, or choose a new --out"
+                )
+    return {
+        "format": FORMAT,
+        "format_version": 1,
+        "command": "bindkit synth generate",
+        "bindkit_version": __version__,
+        "identity": identity,
+        "options": options,
+        "started_with": (old or {}).get("started_with", __version__),
+    }
+
+
+def run(
+    out: str | Path,
+    n: int,
+    *,
+    backend: str = "template",
+    seed: int = 0,
+    concurrency: int = 8,
+    base_url: str | None = None,
+    llm_model: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 120.0,
+    max_retries: int = 5,
+    max_failures: int = 20,
+    max_attempts: int | None = None,
+    prompts: str | Path | None = None,
+    splits: bool = True,
+    exclude_vocab: str | Path | None = None,
+    mixed_lengths: bool = False,
+    progress: bool | None = None,
+) -> RunResult:
+    """Generate a synthetic binding data set into ``out`` (resuming), then write its splits.
+
+    Equals ``bindkit synth generate``. ``out/manifest.json`` records the options, seed, package
+    version, backend (an LLM's model and base URL, never the key) and the hashes of the prompts,
+    controls and data files; resuming with an option that changes the data is refused.
+
+    Args:
+        out: the run's directory (created; must be empty, new, or a synth run).
+        n: target number of accepted examples (1 to 10,000,000).
+        backend: a name in :data:`bindkit.synth.backends.BACKENDS`.
+        seed: seed of plans, grammar choices and splits.
+        concurrency: openai: requests in flight.
+        base_url: openai: the server, e.g. ``http://localhost:8000/v1``.
+        llm_model: openai: the model name.
+        api_key: openai: the key (default ``OPENAI_API_KEY``); never written anywhere.
+        timeout: openai: seconds per request.
+        max_retries: openai: retries of one request on 408/429/5xx and network errors.
+        max_failures: stop after this many transport failures in a row.
+        max_attempts: give up after this many attempts (default: max(1000, 50 × n)).
+        prompts: openai: a directory of prompt templates (default: the packaged ones).
+        splits: write train/val/test/held-out triplet files afterwards.
+        exclude_vocab: a SABER vocabulary directory (or ``"builtin"``): also write the NoOverlap,
+            Random and OverlapOnly training subsets (see :func:`bindkit.synth.splits.write_splits`).
+        mixed_lengths: also write the MixedLengths training set.
+        progress: show a progress bar (default: on unless ``BINDKIT_PROGRESS=0``).
+
+    Example:
+        >>> result = run("synth", 1000, seed=0, progress=False)  # doctest: +SKIP
+        >>> result.splits["train"]  # doctest: +SKIP
+    """
+    from bindkit._lock import directory_lock
+    from bindkit.synth.backends import BackendOptions, make_backend
+    from bindkit.synth.splits import check_exclude_vocab
+
+    if progress is None:
+        progress = os.environ.get("BINDKIT_PROGRESS") not in ("0", "false")
+    check_options(
+        n,
+        max_attempts=max_attempts,
+        concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        max_failures=max_failures,
+    )
+    if exclude_vocab is not None:
+        check_exclude_vocab(exclude_vocab)
+    engine = make_backend(
+        backend,
+        BackendOptions(
+            seed=seed,
+            base_url=base_url,
+            llm_model=llm_model,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            prompts=prompts,
+        ),
+    )
+    out = Path(out)
+    check_out(out)
+    options = {
+        "n": n,
+        "concurrency": concurrency,
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "max_failures": max_failures,
+        "max_attempts": max_attempts,
+        "prompts": None if prompts is None else str(prompts),
+        "splits": splits,
+        "exclude_vocab": None if exclude_vocab is None else str(exclude_vocab),
+        "mixed_lengths": mixed_lengths,
+    }
+    try:
+        with directory_lock(out, "bindkit synth generate"):
+            return _locked_run(out, n, engine, seed, options, max_attempts, max_failures, progress)
+    except OSError as exc:  # disk full, permissions changed under a long run, ...
+        where = exc.filename or out
+        raise BindkitError(
+            f"{where}: {exc.strerror or exc}; fix that and rerun the same command to resume"
+        ) from None
+
+
+def _locked_run(
+    out: Path,
+    n: int,
+    engine: Backend | AsyncBackend,
+    seed: int,
+    options: dict[str, Any],
+    max_attempts: int | None,
+    max_failures: int,
+    progress: bool,
+) -> RunResult:
+    from bindkit._io import atomic_write_text
+    from bindkit.synth.backends import describe
+    from bindkit.synth.splits import write_splits
+
+    clean_temporary(out)
+    # read under the lock: the manifest a finished concurrent writer left is the one to match
+    manifest = _manifest(describe(engine), seed, options, read_manifest(out))
+    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    start = time.perf_counter()
+    controller, stats = generate(
+        out,
+        n,
+        engine,
+        seed=seed,
+        concurrency=options["concurrency"],
+        max_attempts=max_attempts,
+        max_failures=max_failures,
+        progress=progress,
+    )
+    seconds = time.perf_counter() - start
+    counts = None
+    if options["splits"]:
+        counts = write_splits(
+            out,
+            seed=seed,
+            exclude_vocab=options["exclude_vocab"],
+            mixed_lengths=options["mixed_lengths"],
+            lock=False,
+        )
+    return RunResult(out, controller, stats, seconds, counts)

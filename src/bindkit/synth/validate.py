@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from itertools import compress
 from itertools import count as counter
 from operator import ne
@@ -17,9 +19,9 @@ from pathlib import Path
 
 from bindkit.errors import DataFormatError
 from bindkit.synth.constructions import CONSTRUCTIONS
-from bindkit.synth.controls import bands, controls, length_ok, windows
+from bindkit.synth.controls import bands, controls, length_ok, read_lines, windows
 from bindkit.synth.example import Example
-from bindkit.synth.text import bag, indefinite_article, words
+from bindkit.synth.text import WORD, bag, indefinite_article, words
 
 RULES: dict[str, str] = {
     "schema": "the example has every field with the right type",
@@ -36,14 +38,55 @@ RULES: dict[str, str] = {
     "intended wrong bindings",
     "article": "no article error in a negative that the positive does not have",
     "structure": "the construction's structure (adjacency, detachment, deferral)",
-    "anaphora": "deferred_bind_anaphoric refers back with former/latter/first/second, never a "
-    "bare it/they",
+    "anaphora": "deferred_bind_anaphoric refers back to each noun after both nouns with "
+    "the former/latter or the first/second, never a bare it/they or 'the one ... the other'",
     "length": "the positive's word count is in its band (one word below to four above)",
     "distance": "the binding distance is in its window",
+    "punctuation": "each negative keeps the positive's punctuation and spacing",
+    "agreement": "no 'a'/'an' before a plural-only noun (pliers, scissors, tongs, ...)",
+    "kept_pair": "triple_bind_swap: both negatives keep the same queried pair bound",
+    "slot_swap": "attr_bundle: the attribute negative swaps two attributes of one slot",
+    "predication": "predicative: each attribute follows its object, detached by a copula, a "
+    "change-of-state verb or a relative clause",
+    "text_bindings": "the predicative or anaphoric positive states exactly the queried bindings "
+    "(read from the text, not from 'targets' or 'intended')",
+    "declared_band": "a declared length band is one of the configured bands of the type",
+    "declared_window": "a declared distance window is one of the configured windows of the type",
+    "distractors": "declared distractors (at most the configured number, only for the types "
+    "that take them) appear in the positive",
 }
-_ANAPHORS = {"former", "latter", "first", "second"}
+DATASET_RULES: dict[str, str] = {
+    "duplicate_id": "every example id is unique in the file",
+    "duplicate_set": "no two examples of one type share the full attribute+object set",
+    "frequency_cap": "replayed in file order, no example uses a word already at its running cap "
+    "max(min_cap, fraction x examples before it)",
+    "mix": "each type's share of the file is its configured share (within 1 % of the file, "
+    "at least one example)",
+    "anaphoric_balance": "half the deferred_bind_anaphoric examples assign the second noun "
+    "first (within 2 % of them, at least one example)",
+}
+TRIPLET_RULES: dict[str, str] = {
+    "schema": "a triplet row has query, positive, negative (strings), a known type and "
+    "negative_kind attribute|object",
+    "permutation": "the negative is a word-level permutation of the positive (a = an)",
+    "negative_distinct": "the negative differs from the positive",
+    "heldout_in_split": "no held-out (deferred_bind) type in a train, val or test split",
+}
+_REFERENT = {"former": 0, "first": 0, "latter": 1, "second": 1}
 _ARTICLES = ("a", "an")
 _BARE = {"it", "they", "them", "its", "their"}
+
+
+@cache
+def linking_words() -> frozenset[str]:
+    """Copulas, change-of-state verbs and relative pronouns (``data/linking_words.txt``)."""
+    return frozenset(w for line in read_lines("linking_words.txt") for w in line.split())
+
+
+@cache
+def plural_only() -> frozenset[str]:
+    """Plural-only nouns that take no indefinite article (``data/plural_only.txt``)."""
+    return frozenset(w for line in read_lines("plural_only.txt") for w in line.split())
 
 
 @dataclass(frozen=True)
@@ -92,9 +135,21 @@ def validate_example(ex: Example) -> list[Rejection]:
         for w in vocab:
             if toks.count(w) != 1:
                 return bad("once", f"{name}: {w!r} appears {toks.count(w)} times")
+        for token in (t for t in toks if not t.isalnum()):  # hyphenated or elided
+            inside = sorted(set(re.split(r"['’-]", token)) & set(vocab))
+            if inside:
+                return bad("once", f"{name}: {inside[0]!r} appears again inside {token!r}")
     for da, do in ex.distractors:
         if da in vocab or do in vocab:
             return bad("once", f"distractor [{da}, {do}] reuses a queried word")
+    problem = _distractors(ex, c.name, tokens["positive"])
+    if problem:
+        return bad("distractors", problem)
+    for name, toks in tokens.items():
+        if name != "query":
+            problem = _agreement(toks)
+            if problem:
+                return bad("agreement", f"{name}: {problem}")
 
     q = tokens["query"]
     if sorted(t for t in q if t not in ("a", "an", "and")) != sorted(vocab):
@@ -115,6 +170,8 @@ def validate_example(ex: Example) -> list[Rejection]:
         if bag([p[i] for i in diff]) != bag([n[i] for i in diff]):
             return bad("permutation", f"the {kind} negative is not a permutation of the positive")
         changes[kind] = diff
+        if _skeleton(ex.negatives[kind]) != _skeleton(ex.positive):
+            return bad("punctuation", f"the {kind} negative changes the positive's punctuation")
     a_neg, o_neg = tokens["attribute negative"], tokens["object negative"]
     if a_neg in (p, o_neg) or o_neg == p:
         return bad("negative_distinct", "a negative equals the positive or the other negative")
@@ -122,6 +179,7 @@ def validate_example(ex: Example) -> list[Rejection]:
     where = {w: p.index(w) for w in vocab}
     bound_object = {a: o for a, o in ex.bindings}
     queried = set(ex.bindings)
+    kept_by_kind: dict[str, set[tuple[str, str]]] = {}
     for kind in ("attribute", "object"):
         n = tokens[f"{kind} negative"]
         movable = {where[w] for w in (ex.attributes if kind == "attribute" else objects)}
@@ -139,7 +197,17 @@ def validate_example(ex: Example) -> list[Rejection]:
                 "bindings",
                 f"the {kind} negative expresses {sorted(derived)}, intended {sorted(intended)}",
             )
-        kept = derived & queried
+        kept = kept_by_kind[kind] = derived & queried
+        if c.family == "bundle" and kind == "attribute":
+            slots = ex.slots or {}
+            crossed = [i for i in changed if slots.get(p[i]) != slots.get(n[i])]
+            if crossed:
+                i = crossed[0]
+                return bad(
+                    "slot_swap",
+                    f"the attribute negative puts {n[i]!r} ({slots.get(n[i])}) where "
+                    f"{p[i]!r} ({slots.get(p[i])}) stood",
+                )
         allowed_kept = _kept_bindings(ex, kind)
         if len(kept) != allowed_kept:
             return bad(
@@ -152,18 +220,35 @@ def validate_example(ex: Example) -> list[Rejection]:
             i = new_error
             return bad("article", f"the {kind} negative has '{n[i]} {n[i + 1]}'")
 
-    problem = _structure(ex, c.family, p, where, objects, attributes_of)
-    if problem:
-        return bad(*problem)
+    if ex.type == "triple_bind_swap":
+        kept_pairs = {kind: sorted(k) for kind, k in kept_by_kind.items()}
+        declared = ex.targets.get("kept")
+        if kept_pairs["attribute"] != kept_pairs["object"] or (
+            declared is not None and kept_pairs["attribute"][0][1] != declared
+        ):
+            return bad(
+                "kept_pair",
+                f"the attribute negative keeps {kept_pairs['attribute']}, the object negative "
+                f"{kept_pairs['object']}" + (f", declared {declared!r}" if declared else ""),
+            )
+
+    broken = _structure(ex, c.family, p, where, objects, attributes_of)
+    if broken:
+        return bad(*broken)
 
     count = len(p)
+    configured_bands = _shifted_bands(ex)
     band = ex.targets.get("length_band")
-    allowed_bands = [(int(band[0]), int(band[1]))] if band else _shifted_bands(ex)
+    if band is not None and (int(band[0]), int(band[1])) not in configured_bands:
+        return bad("declared_band", f"{list(band)} is not a band of {ex.type}")
+    allowed_bands = [(int(band[0]), int(band[1]))] if band else configured_bands
     if not any(length_ok(count, b) for b in allowed_bands):
         return bad("length", f"{count} words, outside {allowed_bands}")
     distance = binding_distance(ex, p, where, objects, attributes_of)
     window = ex.targets.get("distance_window")
-    allowed_windows = [tuple(window)] if window else windows(c)
+    if window is not None and (int(window[0]), int(window[1])) not in windows(c):
+        return bad("declared_window", f"{list(window)} is not a distance window of {ex.type}")
+    allowed_windows = [(int(window[0]), int(window[1]))] if window else windows(c)
     if not any(lo <= distance <= hi for lo, hi in allowed_windows):
         return bad("distance", f"binding distance {distance}, outside {allowed_windows}")
     return out
@@ -178,6 +263,37 @@ def _new_article_error(p: list[str], n: list[str], changed: set[int]) -> int | N
             positive_error = p[j] in _ARTICLES and indefinite_article(p[j + 1]) != p[j]
             if not positive_error:
                 return j
+    return None
+
+
+def _skeleton(text: str) -> list[str]:
+    """What lies between the words: punctuation and spacing."""
+    return WORD.split(text)
+
+
+def _agreement(tokens: list[str]) -> str | None:
+    """An indefinite article before a plural-only noun, up to two attribute words apart."""
+    if plural_only().isdisjoint(tokens):
+        return None
+    for i, token in enumerate(tokens):
+        if token in plural_only():
+            for j in range(max(0, i - 3), i):
+                if tokens[j] in _ARTICLES:
+                    return f"'{' '.join(tokens[j : i + 1])}' (a plural-only noun takes no 'a')"
+    return None
+
+
+def _distractors(ex: Example, kind: str, positive: list[str]) -> str | None:
+    if not ex.distractors:
+        return None
+    config = controls()["distractors"]
+    if kind not in config["types"]:
+        return f"{kind} takes no distractors"
+    if len(ex.distractors) > int(config["max"]):
+        return f"{len(ex.distractors)} distractors, at most {config['max']}"
+    for a, o in ex.distractors:
+        if positive.count(a) != 1 or positive.count(o) != 1:
+            return f"the distractor [{a}, {o}] is not in the positive once"
     return None
 
 
@@ -227,14 +343,17 @@ def _structure(
         for a in ex.attributes:
             if where[a] + 1 < len(p) and p[where[a] + 1] in objects:
                 return ("structure", f"the bigram '{a} {p[where[a] + 1]}' must not appear")
-        return None
+        return _predication(ex, p, where, objects)
     if max(where[o] for o in objects) > min(where[a] for a in ex.attributes):
         return ("structure", "both nouns must come before any attribute")
     if ex.type == "deferred_bind_anaphoric":
         if _BARE & set(p):
             return ("anaphora", f"a bare {sorted(_BARE & set(p))[0]!r} is ambiguous")
-        if not _ANAPHORS & set(p):
-            return ("anaphora", "no back-reference (former/latter/first/second)")
+        stated = anaphoric_bindings(p, where, objects, ex.attributes)
+        if isinstance(stated, str):
+            return ("anaphora", stated)
+        if set(stated) != set(ex.bindings):
+            return ("text_bindings", f"the text binds {sorted(stated)}")
     else:
         if "respectively" not in p:
             return ("structure", "deferred_bind_respective needs 'respectively'")
@@ -242,6 +361,58 @@ def _structure(
         if where[attributes_of[first][0]] > where[attributes_of[second][0]]:
             return ("structure", "attributes must follow the nouns' order")
     return None
+
+
+def _predication(
+    ex: Example, p: list[str], where: dict[str, int], objects: list[str]
+) -> tuple[str, str] | None:
+    """Each attribute is predicated of the nearest queried object before it, through a linking
+    word (copula, change-of-state verb, relative pronoun) between the two."""
+    linking = linking_words()
+    for a, o in ex.bindings:
+        before = [x for x in objects if where[x] < where[a]]
+        if not before:
+            return ("predication", f"{a!r} comes before every object; nothing is predicated")
+        subject = max(before, key=lambda x: where[x])
+        if not linking & set(p[where[subject] + 1 : where[a]]):
+            return (
+                "predication",
+                f"no copula, verb or relative clause between {subject!r} and {a!r}",
+            )
+        if subject != o:
+            return ("text_bindings", f"the text says {subject!r} is {a!r}; declared {o!r}")
+    return None
+
+
+def anaphoric_bindings(
+    p: list[str], where: dict[str, int], objects: list[str], attributes: list[str]
+) -> list[tuple[str, str]] | str:
+    """The bindings an anaphoric caption states: each attribute goes to the noun that the
+    nearest "the former/latter/first/second" before it (and after both nouns) refers to.
+    A string says why the text states none."""
+    order = sorted(objects, key=lambda o: where[o])
+    last_noun = where[order[-1]]
+    markers = [i for i in range(last_noun + 2, len(p)) if p[i] in _REFERENT and p[i - 1] == "the"]
+    stated = []
+    for a in attributes:
+        before = [i for i in markers if i < where[a]]
+        if not before:
+            return f"no 'the former/latter/first/second' after the nouns refers to {a!r}"
+        stated.append((a, order[_REFERENT[p[before[-1]]]]))
+    if len({o for _, o in stated}) != len(stated):
+        return "both attributes refer back to the same noun"
+    return stated
+
+
+def anaphoric_order(ex: Example) -> str | None:
+    """ "first_first" or "second_first" as the text says (None when it says neither)."""
+    p = words(ex.positive)
+    if any(p.count(w) != 1 for w in ex.vocabulary()):
+        return None
+    where = {w: p.index(w) for w in ex.vocabulary()}
+    first = min(ex.objects, key=lambda o: where[o])
+    earliest = min(ex.attributes, key=lambda a: where[a])
+    return "first_first" if ex.attributes_of(first) == [earliest] else "second_first"
 
 
 def binding_distance(
@@ -266,11 +437,26 @@ def binding_distance(
 Failure = tuple[str, str, Rejection]  # (file:line, example id, rejection)
 
 
-def _check_lines(name: str, first_line: int, lines: list[str]) -> list[Failure]:
+@dataclass(frozen=True)
+class Seen:
+    """What the file-level rules need of one parsed example."""
+
+    where: str
+    id: str
+    type: str
+    vocabulary: tuple[str, ...]
+    attributes: int
+    order: str | None
+
+
+def _check_lines(
+    name: str, first_line: int, lines: list[str], kind: str, split: str | None
+) -> tuple[list[Failure], list[Seen]]:
     """Validate raw JSONL lines (a chunk of a file); runs in worker processes too."""
     import json
 
     failures: list[Failure] = []
+    seen: list[Seen] = []
     for offset, line in enumerate(lines):
         where = f"{name}:{first_line + offset}"
         try:
@@ -278,31 +464,150 @@ def _check_lines(name: str, first_line: int, lines: list[str]) -> list[Failure]:
         except json.JSONDecodeError as exc:
             failures.append((where, "?", Rejection("schema", f"corrupt JSON ({exc.msg})")))
             continue
+        if kind == "triplets":
+            failures += [(where, "?", r) for r in validate_triplet(obj, split)]
+            continue
         try:
             ex = Example.from_json(obj, where)
         except DataFormatError as exc:
             failures.append((where, "?", Rejection("schema", str(exc).split(": ", 1)[-1])))
             continue
         failures += [(where, ex.id, r) for r in validate_example(ex)]
-    return failures
+        order = anaphoric_order(ex) if ex.type == "deferred_bind_anaphoric" else None
+        vocabulary = tuple(sorted(ex.vocabulary()))
+        seen.append(Seen(where, ex.id, ex.type, vocabulary, len(ex.attributes), order))
+    return failures, seen
+
+
+def validate_triplet(obj: object, split: str | None) -> list[Rejection]:
+    """Every rule violation of one triplet row (``{"query", "positive", "negative", "type",
+    "negative_kind"}``; other keys are allowed)."""
+    if not isinstance(obj, dict):
+        return [Rejection("schema", "a triplet must be a JSON object")]
+    for key in ("query", "positive", "negative", "type", "negative_kind"):
+        if not isinstance(obj.get(key), str):
+            return [Rejection("schema", f"field {key!r} must be a string")]
+    if obj["type"] not in CONSTRUCTIONS:
+        return [Rejection("schema", f"unknown type {obj['type']!r}")]
+    if obj["negative_kind"] not in ("attribute", "object"):
+        return [Rejection("schema", "negative_kind must be 'attribute' or 'object'")]
+    if split in ("train", "val", "test") and obj["type"] in controls()["splits"]["heldout"]:
+        return [Rejection("heldout_in_split", f"{obj['type']} is held out of the {split} split")]
+    if bag(obj["negative"]) != bag(obj["positive"]):
+        return [Rejection("permutation", "the negative is not a permutation of the positive")]
+    if words(obj["negative"]) == words(obj["positive"]):
+        return [Rejection("negative_distinct", "the negative equals the positive")]
+    return []
+
+
+def dataset_failures(name: str, seen: list[Seen], *, dataset: bool) -> list[Failure]:
+    """The file-level rules over every parsed example in file order: duplicate ids and
+    attribute-object sets always; with ``dataset`` also caps, the construction mix and the
+    anaphoric order balance (these describe a whole run, not a sample of one)."""
+    out: list[Failure] = []
+    ids: dict[str, str] = {}
+    sets: dict[tuple[str, tuple[str, ...]], str] = {}
+    for s in seen:
+        if s.id in ids:
+            out.append((s.where, s.id, Rejection("duplicate_id", f"id also at {ids[s.id]}")))
+        ids.setdefault(s.id, s.where)
+        key = (s.type, s.vocabulary)
+        if key in sets:
+            message = f"same {s.type} attribute-object set as {sets[key]}"
+            out.append((s.where, s.id, Rejection("duplicate_set", message)))
+        sets.setdefault(key, s.where)
+    if not dataset:
+        return out
+    v = controls()["vocabulary"]
+    counts: Counter[str] = Counter()
+    for before, s in enumerate(seen):
+        fraction = float(v["cap_fraction"][str(min(4, max(2, s.attributes)))])
+        cap = max(float(v["min_cap"]), fraction * before)
+        over = [w for w in s.vocabulary if counts[w] >= cap]
+        if over:
+            message = f"{over[0]!r} already used {counts[over[0]]} times (cap {cap:g})"
+            out.append((s.where, s.id, Rejection("frequency_cap", message)))
+        counts.update(s.vocabulary)
+    total = len(seen)
+    by_type = Counter(s.type for s in seen)
+    for kind, share in controls()["mix"].items():
+        expected = float(share) * total
+        if abs(by_type[kind] - expected) > max(1.0, 0.01 * total):
+            message = f"{by_type[kind]} {kind} examples of {total}, expected {expected:.0f}"
+            out.append((name, "*", Rejection("mix", message)))
+    orders = Counter(s.order for s in seen if s.order is not None)
+    n = sum(orders.values())
+    if n and abs(orders["second_first"] - n / 2) > max(1.0, 0.02 * n):
+        message = f"{orders['second_first']} of {n} anaphoric examples assign the second noun first"
+        out.append((name, "*", Rejection("anaphoric_balance", message)))
+    return out
+
+
+def detect_kind(first_row: object) -> str:
+    """ "examples" or "triplets", from the keys of a file's first row."""
+    if isinstance(first_row, dict) and "negative" in first_row and "negatives" not in first_row:
+        return "triplets"
+    return "examples"
+
+
+def split_name(path: Path) -> str | None:
+    """The split a triplet file belongs to, from its name (train.jsonl, val_x.jsonl, ...)."""
+    head = path.stem.split("_")[0].split("-")[0].lower()
+    return head if head in ("train", "val", "test", "heldout") else None
+
+
+def _read_lines(path: Path) -> list[tuple[int, str]]:
+    if path.is_dir():
+        raise DataFormatError(f"{path}: is a directory; pass a JSONL file of examples")
+    if not path.is_file():
+        raise DataFormatError(f"{path}: not found; pass a JSONL file of examples")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DataFormatError(
+            f"{path}:{line}: not UTF-8 text (byte {exc.start}); pass a JSONL file of examples"
+        ) from None
+    numbered = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not numbered:
+        raise DataFormatError(f"{path}: empty; pass a JSONL file with one example per line")
+    return numbered
 
 
 def validate_file(
-    path: str | Path, *, workers: int | None = None, chunk: int = 5000
+    path: str | Path,
+    *,
+    workers: int | None = None,
+    chunk: int = 5000,
+    dataset: bool = False,
+    kind: str | None = None,
+    split: str | None = None,
 ) -> tuple[int, list[Failure]]:
-    """(examples checked, failures) for a JSONL file of examples.
+    """(rows checked, failures) for a JSONL file of examples or triplets.
 
-    Files longer than one chunk are checked by ``workers`` processes (default: one per CPU);
-    results are identical to a single-process run, in file order.
+    Args:
+        path: the file.
+        workers: processes for files longer than one chunk (default: one per CPU); the result
+            is identical to a single-process run, in file order.
+        chunk: lines per worker task.
+        dataset: also check the rules of a whole run (caps, mix, anaphoric balance).
+        kind: "examples" or "triplets" (default: detected from the first row).
+        split: the split of a triplet file (default: from the file name).
     """
+    import json
+
     path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(f"{path}: not found; pass a JSONL file of examples")
-    numbered = [
-        (i, line)
-        for i, line in enumerate(path.read_text("utf-8", errors="replace").splitlines(), 1)
-        if line.strip()
-    ]
+    numbered = _read_lines(path)
+    if kind is None:
+        try:
+            kind = detect_kind(json.loads(numbered[0][1]))
+        except json.JSONDecodeError:
+            kind = "examples"
+    if kind not in ("examples", "triplets"):
+        raise DataFormatError(f"unknown file kind {kind!r}; use examples or triplets")
+    if kind == "triplets" and split is None:
+        split = split_name(path)
     chunks: list[tuple[int, list[str]]] = []
     for start in range(0, len(numbered), chunk):
         part = numbered[start : start + chunk]
@@ -314,7 +619,7 @@ def validate_file(
         )
     workers = workers or os.cpu_count() or 1
     if workers == 1 or len(numbered) <= chunk:
-        results = [_check_lines(path.name, first, lines) for first, lines in chunks]
+        results = [_check_lines(path.name, first, lines, kind, split) for first, lines in chunks]
     else:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -325,9 +630,14 @@ def validate_file(
                     [path.name] * len(chunks),
                     [c[0] for c in chunks],
                     [c[1] for c in chunks],
+                    [kind] * len(chunks),
+                    [split] * len(chunks),
                 )
             )
-    return len(numbered), [f for part in results for f in part]
+    failures = [f for part, _ in results for f in part]
+    seen = [s for _, part in results for s in part]
+    failures += dataset_failures(path.name, seen, dataset=dataset)
+    return len(numbered), failures
 
 
 def _has_gaps(part: list[tuple[int, str]]) -> bool:

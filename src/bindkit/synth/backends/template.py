@@ -9,6 +9,7 @@ lengths are hit by construction rather than by retrying.
 from __future__ import annotations
 
 import random
+import re
 from functools import cache
 
 from bindkit.saber.language import indefinite_article
@@ -16,75 +17,106 @@ from bindkit.synth.controls import minimum_words, read_lines
 from bindkit.synth.diversity import Plan
 from bindkit.synth.example import Example
 
-# Filler pieces: word sequences that read naturally when chained. None of their words may be a
-# queried attribute or object (see _grammar_words).
-PIECES = [
-    "resting",
+# Filler pieces. Places read naturally after a noun ("the cup on the shelf") and after a verb;
+# other adverbials only after a verb or at the end of a clause. None of their words may be a
+# queried attribute or object (see grammar_words), and none may be an anaphor (first, second).
+PLACES = [
     "nearby",
-    "again",
-    "today",
-    "quietly",
-    "untouched",
-    "as usual",
-    "for now",
+    "close by",
     "on the shelf",
     "by the window",
     "near the door",
     "under the stairs",
-    "for a while",
-    "all morning",
-    "after lunch",
-    "in plain view",
     "behind the counter",
     "beside the sink",
     "at the far end",
     "next to the wall",
     "on the top shelf",
     "in the back room",
-    "where someone had left",
-    "that nobody had moved",
+    "on the long table",
+    "in plain view",
+    "in the corner of the room",
+]
+ADVERBIALS = [
+    "again",
+    "today",
+    "quietly",
+    "as usual",
+    "for now",
+    "for a while",
+    "all morning",
+    "after lunch",
     "as the guests arrived",
     "while the staff watched",
-    "on the second table",
-    "in the corner of the room",
     "after the last visitor left",
     "before anyone noticed",
 ]
-CONNECTORS = {
-    1: ["and"],
-    2: ["and also", "next to", "beside"],
-    3: ["and right beside", "sat next to"],
+PIECES = PLACES + ADVERBIALS
+# Past-tense locative verbs: no subject-verb agreement to get wrong with one or more subjects.
+VERBS = ["sat", "stood", "lay", "rested", "waited", "remained"]
+PREPOSITIONS = ["beside", "near", "behind", "opposite"]
+# Linking verbs of predicative captions (all listed in data/linking_words.txt).
+COPULAS = ["was", "looked", "seemed", "appeared", "remained", "had become", "stayed"]
+# Openers as sentence-initial adverbials ("X, clause"), clauses taking a that-clause
+# ("X that clause"), or sentences of their own ("X. Clause"). The first object and "There" need
+# no words of their own: the caption starts with the object, or "There were ...".
+OPENERS: dict[str, tuple[str, str]] = {
+    "start with a place": ("Over here", ","),
+    "start with a time": ("That day", ","),
+    "start with a person doing something": ("Someone pointed out", "that"),
+    "start with a sound": ("Amid the chatter", ","),
+    "start with a smell": ("Amid the scent of coffee", ","),
+    "start with a number": ("At nine sharp", ","),
+    "start with a question": ("Guess what?", "."),
+    "start with a quotation": ('"Look here," said Sam.', "."),
+    "start with a verb in the imperative": ("Note", "that"),
+    "start with a subordinate clause": ("When the doors opened", ","),
+    "start with an adverb": ("Curiously", ","),
+    "start with the weather": ("Despite the weather", ","),
+    "start with a name": ("Sam noticed", "that"),
+    "start with a prepositional phrase": ("Near the entrance", ","),
 }
-COPULAS = ["was", "looked", "seemed", "had become", "had turned", "had grown", "stayed"]
-OPENERS = {
-    "start with a place": "Over here",
-    "start with a time": "That day",
-    "start with the first object": "",
-    "start with a person doing something": "Someone pointed out that",
-    "start with a sound": "Amid the chatter",
-    "start with a smell": "Amid the scent of coffee",
-    "start with a number": "Two things stood out",
-    "start with a question": "Guess what was found",
-    "start with a quotation": "Look here, said someone",
-    "start with a verb in the imperative": "Note that",
-    "start with a subordinate clause": "When the doors opened",
-    "start with an adverb": "Curiously",
-    "start with the weather": "Despite the weather",
-    "start with a name": "Sam noted that",
-    'start with "There"': "There, plainly,",
-    "start with a prepositional phrase": "Near the entrance",
+# The preposition a scene takes ("on a rooftop", "at a bus stop"; "in" otherwise).
+SCENE_PREPOSITIONS = {
+    "on": ("a beach", "a boat deck", "a ferry", "a forest trail", "a rooftop"),
+    "at": (
+        "a bus stop",
+        "a campsite",
+        "a fire station",
+        "a flea market",
+        "a food truck",
+        "a gas station",
+        "a harbor",
+        "a playground",
+        "a train station",
+        "a post office",
+        "a lighthouse",
+    ),
 }
+
+
+def scene_phrase(context: str) -> list[str]:
+    """ "in a garage at dusk", "on a rooftop during a party": a context as a place adverbial."""
+    preposition = next(
+        (p for p, places in SCENE_PREPOSITIONS.items() if context.startswith(places)), "in"
+    )
+    return [preposition, *context.split()]
 
 
 @cache
-def _fillers() -> dict[int, list[tuple[str, ...]]]:
-    """Sequences of pieces by total word count, 0..30 (a few per length)."""
+def _fillers(places_only: bool) -> dict[int, list[tuple[str, ...]]]:
+    """Chains of distinct pieces by total word count (a few per length); at most one
+    one-word piece per chain ("today quietly" does not read)."""
     rng = random.Random(0)
-    pieces = [tuple(p.split()) for p in PIECES]
+    pieces = [tuple(p.split()) for p in (PLACES if places_only else PIECES)]
     table: dict[int, list[tuple[str, ...]]] = {0: [()]}
     for _ in range(4000):
         seq: tuple[str, ...] = ()
+        short = 0
         for piece in rng.sample(pieces, rng.randint(1, 5)):
+            short += len(piece) == 1
+            if short > 1:
+                break
             seq += piece
             table.setdefault(len(seq), [])
             if len(table[len(seq)]) < 12 and seq not in table[len(seq)]:
@@ -92,15 +124,33 @@ def _fillers() -> dict[int, list[tuple[str, ...]]]:
     return table
 
 
-def filler(rng: random.Random, n: int) -> list[str]:
-    if n < 0:
-        raise ValueError("negative filler length")
-    options = _fillers().get(n)
-    if options:
-        return list(rng.choice(options))
-    # longer than any chain: join two
-    half = n // 2
-    return filler(rng, half) + filler(rng, n - half)
+class Filler:
+    """Filler of an exact word count for one caption, never repeating a piece in it."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.used: set[str] = set()
+
+    def __call__(self, n: int, *, place: bool = False) -> list[str]:
+        """``n`` words; ``place``: places only where some fit (after a noun)."""
+        if n < 0:
+            raise ValueError("negative filler length")
+        if n == 0:
+            return []
+        options = (_fillers(True).get(n) if place else None) or _fillers(False).get(n, [])
+        fresh = [o for o in options if self.used.isdisjoint(_content_words(o))]
+        if fresh or options:
+            choice = self.rng.choice(fresh or options)
+            self.used |= _content_words(choice)
+            return list(choice)
+        half = n // 2  # longer than any chain: join two
+        return self(half, place=place) + self(n - half, place=place)
+
+
+@cache
+def _content_words(seq: tuple[str, ...]) -> frozenset[str]:
+    """A filler's words that must not repeat in one caption ("the", "a", "on", ... may)."""
+    return frozenset(w for w in seq if len(w) > 3)
 
 
 @cache
@@ -111,15 +161,17 @@ def grammar_words() -> frozenset[str]:
     text = " ".join(
         [
             *PIECES,
-            *[" ".join(v) for v in CONNECTORS.values()],
+            *VERBS,
+            *PREPOSITIONS,
             *COPULAS,
-            *OPENERS.values(),
+            *(" ".join(v) for v in OPENERS.values()),
+            *(p for places in SCENE_PREPOSITIONS.values() for p in places),
             *read_lines("scenes.txt"),
             *read_lines("times.txt"),
             *read_lines("weather.txt"),
             *read_lines("registers.txt"),
             "a an the and there was were which that former latter first second "
-            "respectively while in of one other its",
+            "respectively while in on at of one other its next to right",
         ]
     )
     return frozenset(words(text))
@@ -127,8 +179,11 @@ def grammar_words() -> frozenset[str]:
 
 @cache
 def object_pool() -> tuple[str, ...]:
+    """Template nouns, without grammar words and plural-only nouns ("a pliers")."""
+    from bindkit.synth.validate import plural_only
+
     nouns = " ".join(read_lines("template_objects.txt")).split()
-    return tuple(n for n in nouns if n not in grammar_words())
+    return tuple(n for n in nouns if n not in grammar_words() and n not in plural_only())
 
 
 def _article(word: str) -> str:
@@ -188,9 +243,13 @@ class TemplateBackend:
         else:
             bindings = [(pick_attribute(), o) for o in objects]
         distractors = [(pick_attribute(), pick_object()) for _ in range(plan.distractors)]
-        body = self._body(c.family, plan, rng, bindings, objects)
-        text = self._frame(plan, rng, body, distractors)
-        return plan.candidate(self.name, bindings, text, slots=slots, distractors=distractors)
+        fill = Filler(rng)
+        body = self._body(c.family, plan, rng, fill, bindings, objects)
+        text, realised = self._frame(plan, rng, fill, body, distractors)
+        example = plan.candidate(self.name, bindings, text, slots=slots, distractors=distractors)
+        # record what the caption really holds: a target it could not fit is not claimed
+        example.targets.update(realised)
+        return example
 
     # -- sentence bodies ----------------------------------------------------------------
     def _body(
@@ -198,9 +257,11 @@ class TemplateBackend:
         family: str,
         plan: Plan,
         rng: random.Random,
+        fill: Filler,
         bindings: list[tuple[str, str]],
         objects: list[str],
     ) -> list[str]:
+        """The core clause(s) as words (punctuation attached), with its main verb."""
         lo, hi = plan.distance_window
         # never overshoot the band: the distances may grow only by the room the band leaves
         room = plan.length_band[1] - minimum_words(plan.construction, plan.distance_window)
@@ -208,121 +269,165 @@ class TemplateBackend:
         hi = max(lo, min(hi, lo + max(0, room) // (2 if len(objects) == 2 else 3)))
         attrs = {o: [a for a, x in bindings if x == o] for o in objects}
         if family in ("adjacent", "bundle"):
-            gaps = [rng.randint(max(lo, 1), max(hi, 1))]
-            if len(objects) == 3:
-                gaps.append(rng.randint(gaps[0], max(hi, gaps[0])))
-                rng.shuffle(gaps)
-            out: list[str] = []
-            for i, o in enumerate(objects):
-                if i == 0:
-                    phrase = [*attrs[o], o]
-                    out += [_article(phrase[0]), *phrase]
-                    continue
-                gap = gaps[i - 1]  # words between the previous object and this core phrase
-                connector = (
-                    rng.choice(CONNECTORS[min(3, max(1, gap - 1))]).split() if gap >= 2 else []
-                )
-                middle = filler(rng, gap - 1 - len(connector)) if gap >= 2 else []
-                phrase = [*attrs[o], o]
-                article = [_article(phrase[0])] if gap >= 1 else []
-                if gap == 1:  # only the article between the phrases: "a red cup, a blue pan"
-                    out[-1] += ","
-                out += [*middle, *connector, *article, *phrase]
-            return out
+            return self._adjacent(rng, fill, lo, hi, [(attrs[o], o) for o in objects])
         if family == "predicative":
-            out = []
-            for i, o in enumerate(objects):
-                distance = rng.randint(lo, hi)
-                copula = rng.choice([c for c in COPULAS if len(c.split()) <= distance]).split()
-                room = distance - len(copula)
-                relative = (
-                    ["which", "stood", *filler(rng, room - 2)] if room >= 3 else filler(rng, room)
-                )
-                if i:
-                    out += ["and"]
-                out += ["the", o, *relative, *copula, attrs[o][0]]
-            return out
+            return self._predicative(rng, fill, lo, hi, [(attrs[o][0], o) for o in objects])
         first, second = objects
         span = rng.randint(lo, hi)
         if plan.type == "deferred_bind_respective":
-            middle = filler(rng, span - 1)
+            # "The cup and the pan by the window were red and blue, respectively."
             return [
                 "the",
                 first,
                 "and",
                 "the",
                 second,
-                *middle,
+                *fill(span - 1, place=True),
                 "were",
                 attrs[first][0],
                 "and",
-                attrs[second][0],
+                attrs[second][0] + ",",
                 "respectively",
             ]
-        words_ = ("former", "latter") if rng.random() < 0.5 else ("first", "second")
-        head = (
-            ["the", words_[1], "was"] if plan.order == "second_first" else ["the", words_[0], "was"]
-        )
-        middle = filler(rng, max(0, span - len(head)))
-        first_ref = ["the", words_[0], "was", attrs[first][0]]
-        second_ref = ["the", words_[1], "was", attrs[second][0]]
-        if plan.order == "second_first":
-            first_ref, second_ref = second_ref, first_ref
-        assignments = [*first_ref, "and", *second_ref]
-        return [
-            "there",
-            "was",
-            _article(first),
-            first,
-            "and",
-            _article(second),
-            second,
-            *middle,
-            *assignments,
+        # "There were a cup and a pan by the window. The former was red, and the latter blue."
+        names = ("former", "latter") if rng.random() < 0.5 else ("first", "second")
+        refs = [
+            ("the", names[0], "was", attrs[first][0]),
+            ("the", names[1], "was", attrs[second][0]),
         ]
+        if plan.order == "second_first":
+            refs.reverse()
+        opening = ["there", "were", _article(first), first, "and", _article(second), second]
+        opening += fill(max(0, span - 3), place=True)
+        opening[-1] += "."
+        return [*opening, *refs[0][:-1], refs[0][-1] + ",", "and", *refs[1]]
+
+    def _adjacent(
+        self,
+        rng: random.Random,
+        fill: Filler,
+        lo: int,
+        hi: int,
+        phrases: list[tuple[list[str], str]],
+    ) -> list[str]:
+        """Core phrases joined by gaps of exact word counts (the binding distance is the
+        smallest gap): 1 word "and" ("a red cup and blue pan"), 2 words "and a", 3 or more a
+        verb, filler and a preposition ("sat on the shelf beside a"). Gaps grow along the
+        caption, so lists come first and the verb follows them."""
+        gaps = [rng.randint(max(lo, 1), max(hi, 1))]
+        if len(phrases) == 3:
+            gaps.append(rng.randint(gaps[0], max(hi, gaps[0])))
+        attributes, obj = phrases[0]
+        out = [_article(attributes[0]), *attributes, obj]
+        has_verb = False
+        for i, gap in enumerate(gaps):
+            attributes, obj = phrases[i + 1]
+            article = _article(attributes[0])
+            last = i == len(gaps) - 1
+            if gap == 1 and last:
+                joint = ["and"]
+            elif gap == 1:  # "a red cup, a blue pan and ...": the comma is no word
+                out[-1] += ","
+                joint = [article]
+            elif gap == 2:
+                joint = ["and", article]
+            elif not has_verb:
+                has_verb = True
+                preposition = rng.choice(PREPOSITIONS)
+                joint = [rng.choice(VERBS), *fill(gap - 3), preposition, article]
+            else:
+                middle = fill(gap - 3, place=True)
+                if middle:
+                    middle[-1] += ","
+                joint = [*middle, "and", rng.choice(PREPOSITIONS), article]
+            out += [*joint, *attributes, obj]
+        if not has_verb:
+            out.append(rng.choice(VERBS))
+        return out
+
+    def _predicative(
+        self,
+        rng: random.Random,
+        fill: Filler,
+        lo: int,
+        hi: int,
+        pairs: list[tuple[str, str]],
+    ) -> list[str]:
+        """Clauses like "the cup by the window looked red, and the pan, which stood on the
+        shelf, was blue"."""
+        out: list[str] = []
+        for i, (attribute, obj) in enumerate(pairs):
+            distance = rng.randint(lo, hi)
+            copula = rng.choice([c for c in COPULAS if len(c.split()) <= distance]).split()
+            room = distance - len(copula)
+            if room >= 3 and rng.random() < 0.5:
+                clause = ["which", rng.choice(VERBS), *fill(room - 2)]
+                middle = [obj + ",", *clause[:-1], clause[-1] + ","]
+            else:
+                middle = [obj, *fill(room, place=True)]
+            if i:
+                out[-1] += ","
+                out.append("and")
+            out += ["the", *middle, *copula, attribute]
+        return out
 
     def _frame(
         self,
         plan: Plan,
         rng: random.Random,
+        fill: Filler,
         body: list[str],
         distractors: list[tuple[str, str]],
-    ) -> str:
-        """Add distractors, then as much context, opener and register as the target length
-        allows, and pad with filler to the target."""
+    ) -> tuple[str, dict[str, str | None]]:
+        """Add distractors, then as much context and opener as the target length allows, and
+        pad with filler to the target. Returns the caption and the targets it realised (the
+        template writes no register: it never claims one)."""
         extra: list[str] = []
-        for a, o in distractors:
-            extra += ["near", _article(a), a, o]
+        if distractors:
+            phrases = [[_article(a), a, o] for a, o in distractors]
+            extra = ["near"]
+            for i, phrase in enumerate(phrases):
+                if i and i == len(phrases) - 1:
+                    extra.append("and")
+                elif i:
+                    extra[-1] += ","
+                extra += phrase
         target = rng.randint(*plan.length_band)
         budget = target - len(body) - len(extra)
-        options = {
-            "context": ["in", *plan.context.split()],
-            "scene": ["in", *plan.scene.split()],
-            "opener": [w.lower() for w in OPENERS.get(plan.opener, "").split()],
-            "register": plan.register.split(),
-        }
-        chosen: dict[str, list[str]] = {}
-        for key in ("context", "scene", "opener", "register"):
-            if key == "scene" and "context" in chosen:
-                continue
-            if len(options[key]) <= budget:
-                chosen[key] = options[key]
-                budget -= len(options[key])
-        pad = filler(rng, budget) if budget > 0 else []
-        sentence = " ".join(
-            [
-                *chosen.get("opener", []),
-                *body,
-                *pad,
-                *extra,
-                *chosen.get("context", chosen.get("scene", [])),
-            ]
+        context = scene_phrase(plan.context)
+        scene = scene_phrase(plan.scene)
+        realised: dict[str, str | None] = {"register": None, "context": None, "opener": None}
+        place: list[str] = []
+        for words_, value in ((context, plan.context), (scene, plan.scene)):
+            if len(words_) <= budget:
+                place, realised["context"] = words_, value
+                budget -= len(words_)
+                break
+        opener, join = OPENERS.get(plan.opener, ("", ""))
+        opening = opener.split() + ([join] if join == "that" else [])
+        starts_itself = plan.opener == "start with the first object" or (
+            plan.opener == 'start with "There"' and body[0] == "there"
         )
-        sentence = sentence[0].upper() + sentence[1:] + "."
-        if "register" in chosen:
-            label = " ".join(chosen["register"])
-            return f"{label[0].upper() + label[1:]}: {sentence}"
-        return sentence
+        if starts_itself:
+            realised["opener"] = plan.opener
+        elif opener and len(opening) <= budget:
+            realised["opener"] = plan.opener
+            budget -= len(opening)
+        else:
+            opening = []
+        pad = fill(budget) if budget > 0 else []
+        if body[-1] == "respectively" and (pad or extra or place):
+            body[-1] += ","
+        sentence = " ".join([*body, *pad, *extra, *place])
+        if opening:
+            lead = " ".join(opening) + ("," if join == "," else "")
+            sentence = f"{lead} {sentence}"
+        return _capitalise_sentences(sentence[0].upper() + sentence[1:]) + ".", realised
+
+
+def _capitalise_sentences(text: str) -> str:
+    """Upper-case the first letter after each sentence end inside the caption."""
+    return re.sub(r"([.?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)
 
 
 @cache
