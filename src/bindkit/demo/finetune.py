@@ -29,6 +29,7 @@ MODEL = "st:default"
 # 1e-3 with batch 32 learns template binding within one epoch of a few thousand triplets.
 LR = 1e-3
 BATCH = 32
+TRAIN = "demo-train.jsonl"  # the NoOverlap train split, capped by --max-triplets
 
 
 @dataclass
@@ -107,15 +108,14 @@ def _data(options: DemoOptions, out: Path) -> tuple[Path, list[str], dict[str, i
         seed=options.seed,
         progress=options.progress,
     )
-    words = saber_words(None)
-    counts = write_splits(data, seed=options.seed, exclude_vocab=words)
-    if options.max_triplets is not None and counts["train"] > options.max_triplets:
-        rows = (
-            (data / "train.jsonl").read_text(encoding="utf-8").splitlines()[: options.max_triplets]
-        )
-        atomic_write_text(data / "train.jsonl", "\n".join(rows) + "\n")
-        counts["train"] = len(rows)
-    kept = no_overlap(read_examples(data / "examples.jsonl"), words)
+    counts = write_splits(data, seed=options.seed, exclude_vocab="builtin")
+    rows = (data / "no_overlap" / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    if options.max_triplets is not None:
+        rows = rows[: options.max_triplets]
+    # the split set stays as written (its files are hashed); the demo trains on its own copy
+    atomic_write_text(data / TRAIN, "\n".join(rows) + "\n")
+    counts = {"train": len(rows), "val": counts["val"], "test": counts["test"]}
+    kept = no_overlap(read_examples(data / "examples.jsonl"), saber_words(None))
     sentences = preservation_sentences(kept)
     from bindkit._io import atomic_write_bytes
 
@@ -129,7 +129,7 @@ def _train(options: DemoOptions, data: Path, name: str, preserve: bool) -> dict[
 
     config = TrainConfig(
         model=MODEL,
-        train=str(data / "train.jsonl"),
+        train=str(data / TRAIN),
         val=str(data / "val.jsonl"),
         out=str(Path(options.out) / "runs" / name),
         lr=LR,
