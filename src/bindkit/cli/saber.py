@@ -1,4 +1,4 @@
-"""``bindkit saber generate|validate``."""
+"""``bindkit saber generate|validate|render|review``."""
 
 from __future__ import annotations
 
@@ -37,6 +37,13 @@ def register(commands: Any) -> None:
         help="vocabulary directory (objects.txt, colors.txt, attributes.toml); default: built-in",
     )
     gen.add_argument(
+        "--avoid-color-collisions",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="draw realisations so no colour attribute reappears inside another attribute's "
+        "realisation (default: on for --vocab shapes, the image sets; off otherwise)",
+    )
+    gen.add_argument(
         "--overwrite",
         action="store_true",
         help="replace saber.jsonl and manifest.json in a non-empty --out",
@@ -60,6 +67,142 @@ def register(commands: Any) -> None:
         "--all", action="store_true", help=f"list every violation (default: first {_MAX_SHOWN})"
     )
     val.set_defaults(handler=_validate)
+    _register_render(sub)
+
+
+def _register_render(sub: Any) -> None:
+    ren = sub.add_parser(
+        "render",
+        help="render every item's image (procedural, diffusers or an OpenAI-compatible API)",
+        description="Render DIR/images/<item id>.png for every item, apply each item's flip, fill "
+        "the 'image' fields and record the images in the manifest. Resumes: valid images are "
+        "kept, corrupt ones redone.",
+    )
+    ren.add_argument("directory", type=Path, help="SABER directory (from `saber generate`)")
+    ren.add_argument(
+        "--backend", choices=("procedural", "diffusers", "openai"), default="procedural"
+    )
+    ren.add_argument(
+        "--size", type=int, default=None, help="image size (default: 256 procedural, 1024 models)"
+    )
+    ren.add_argument("--seed", type=int, default=0, help="layout / generator seed (default: 0)")
+    ren.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="parallel renders: processes (procedural) or concurrent requests (openai)",
+    )
+    ren.add_argument(
+        "--redo", type=Path, default=None, help="rejects file (from `saber review`): render again"
+    )
+    ren.add_argument("--model", default=None, help="diffusers path/id, or the API's model name")
+    ren.add_argument("--base-url", default="https://api.openai.com/v1", help="openai: API root")
+    ren.add_argument("--api-key", default=None, help="openai: key (default: $OPENAI_API_KEY)")
+    ren.add_argument("--quality", default=None, help="openai: quality field, e.g. medium")
+    ren.add_argument("--retries", type=int, default=5, help="openai: retries (default: 5)")
+    ren.add_argument("--backoff", type=float, default=2.0, help="openai: first wait, seconds")
+    ren.add_argument("--timeout", type=float, default=300.0, help="openai: seconds per request")
+    ren.add_argument("--steps", type=int, default=None, help="diffusers: num_inference_steps")
+    ren.add_argument("--guidance", type=float, default=None, help="diffusers: guidance_scale")
+    ren.add_argument("--dtype", default="auto", help="diffusers: auto|float16|bfloat16|float32")
+    ren.add_argument("--device", default=None, help="diffusers: torch device")
+    ren.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra pipeline argument (diffusers) or request field (openai); repeatable",
+    )
+    ren.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    ren.set_defaults(handler=_render)
+
+    rev = sub.add_parser(
+        "review",
+        help="write a static HTML contact sheet to accept/reject rendered images",
+        description="Write DIR/review.html: one row per MCQ (query and four candidates with "
+        "captions and roles). Mark images with the keyboard or mouse and export rejects.json, "
+        "then run `bindkit saber render DIR --redo rejects.json`.",
+    )
+    rev.add_argument("directory", type=Path, help="a rendered SABER directory")
+    rev.add_argument("--out", type=Path, default=None, help="HTML file (default: DIR/review.html)")
+    rev.set_defaults(handler=_review)
+
+
+def _options(pairs: list[str]) -> tuple[tuple[str, Any], ...]:
+    """``KEY=VALUE`` pairs; a VALUE that parses as JSON (7, 2.5, true, null) is taken as such."""
+    import json
+
+    from bindkit.errors import BindkitError
+
+    out: list[tuple[str, Any]] = []
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise BindkitError(f"--option {pair!r}: must look like KEY=VALUE")
+        try:
+            out.append((key, json.loads(value)))
+        except ValueError:
+            out.append((key, value))
+    return tuple(out)
+
+
+def _render(args: argparse.Namespace) -> int:
+    from bindkit.saber.render import make_backend
+    from bindkit.saber.render.run import read_rejects, render_saber
+
+    size = args.size or (256 if args.backend == "procedural" else 1024)
+    options: dict[str, Any] = {"size": size}
+    if args.backend == "procedural":
+        options["seed"] = args.seed
+    elif args.backend == "diffusers":
+        options.update(
+            model=args.model,
+            steps=args.steps,
+            guidance=args.guidance,
+            seed=args.seed,
+            device=args.device,
+            dtype=args.dtype,
+            extra=_options(args.option),
+        )
+    else:
+        options.update(
+            model=args.model,
+            base_url=args.base_url,
+            api_key=args.api_key,
+            quality=args.quality,
+            retries=args.retries,
+            backoff=args.backoff,
+            timeout=args.timeout,
+            extra=_options(args.option),
+        )
+    backend = make_backend(args.backend, **options)
+    redo = read_rejects(args.redo) if args.redo else set()
+    summary = render_saber(
+        args.directory, backend, redo=redo, workers=args.workers, progress=not args.quiet
+    )
+    if not args.quiet:
+        print(f"{args.directory}: images by {args.backend}")
+        print(summary.table())
+        for item_id, error in summary.failed[:_MAX_SHOWN]:
+            print(f"  failed {item_id}: {error}", file=sys.stderr)
+    if summary.failed:
+        print(
+            f"{len(summary.failed)} image(s) failed; run the same command again to retry them",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _review(args: argparse.Namespace) -> int:
+    from bindkit.saber.render.review import write_review
+
+    path = write_review(args.directory, args.out)
+    print(
+        f"wrote {path}: open it in a browser; export rejects, then `bindkit saber render "
+        f"{args.directory} --redo rejects.json`"
+    )
+    return 0
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -73,6 +216,11 @@ def _generate(args: argparse.Namespace) -> int:
         n_max=args.n_max,
         vocab=args.vocab,
         overwrite=args.overwrite,
+        avoid_color_collisions=(
+            str(args.vocab) == "shapes"
+            if args.avoid_color_collisions is None
+            else args.avoid_color_collisions
+        ),
     )
     if not args.quiet:
         c = manifest["counts"]
@@ -82,6 +230,8 @@ def _generate(args: argparse.Namespace) -> int:
         )
         print("  N     " + " ".join(f"{n:>4}" for n in c["by_n"]))
         print("  MCQs  " + " ".join(f"{v:>4}" for v in c["by_n"].values()))
+        if "color_collisions" in manifest:
+            print(f"  colour collisions left: {manifest['color_collisions']} MCQs")
     return 0
 
 

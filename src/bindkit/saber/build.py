@@ -18,7 +18,8 @@ content does not depend on how many other units are generated.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -52,12 +53,17 @@ class SaberOptions:
         per_n: MCQs per object count N; half independent, half from nested chains (even).
         n_min: Smallest N (>= 2); nested chains start here.
         n_max: Largest N; nested chains end here.
+        avoid_color_collisions: Draw realisations (and new chain bindings) so that no colour
+            attribute of an MCQ appears as a word inside another attribute's realisation
+            ("yellow" next to "yellow velvet"), which would make image MCQs ambiguous. Off keeps
+            the default set byte-identical; :func:`color_collisions` counts what remains.
     """
 
     seed: int = 0
     per_n: int = 200
     n_min: int = 2
     n_max: int = 10
+    avoid_color_collisions: bool = False
 
     def check(self) -> None:
         """Raise :class:`BindkitError` with a one-line message on an invalid option."""
@@ -178,6 +184,7 @@ def build_mcq(
     kind: Kind,
     chain: str | None = None,
     step: int | None = None,
+    avoid_color_collisions: bool = False,
 ) -> MCQ:
     """Build one MCQ from its query bindings.
 
@@ -187,7 +194,10 @@ def build_mcq(
     candidates, replaced = derive_candidates(rng, query, vocab)
     used = {a: realizations[a] for a, _ in query}
     if replaced is not None and replaced[0] not in used:
-        used[replaced[0]] = vocab.attribute(replaced[0]).realize(rng, vocab.palette)
+        avoid = None
+        if avoid_color_collisions:
+            avoid = color_words(vocab, [*used, replaced[0]])
+        used.update(_realize(rng, vocab, [replaced], avoid))
     items = [make_item(f"{mcq_id}-q", "query", query, used, rng)]
     items += [
         make_item(f"{mcq_id}-c{i + 1}", role, bindings, used, rng)
@@ -216,38 +226,104 @@ def _sample_bindings(
 
 
 def _realize(
-    rng: random.Random, vocab: Vocabulary, bindings: Sequence[Binding]
+    rng: random.Random,
+    vocab: Vocabulary,
+    bindings: Sequence[Binding],
+    avoid: frozenset[str] | None = None,
 ) -> dict[str, Realization]:
-    return {a: vocab.attribute(a).realize(rng, vocab.palette) for a, _ in bindings}
+    """Realise each attribute; with ``avoid`` (colour words), redraw a realisation that contains
+    one of them other than the attribute itself (a bounded number of times: some templates,
+    like "green camouflage", cannot avoid their colour)."""
+    out = {}
+    for attribute, _ in bindings:
+        spec = vocab.attribute(attribute)
+        realization = spec.realize(rng, vocab.palette)
+        blocked = (avoid or frozenset()) - {attribute}
+        for _ in range(_COLLISION_TRIES if blocked else 0):
+            if not _words(realization.text) & blocked:
+                break
+            realization = spec.realize(rng, vocab.palette)
+        out[attribute] = realization
+    return out
 
 
-def independent_mcq(seed: int, n: int, index: int, vocab: Vocabulary) -> MCQ:
+_COLLISION_TRIES = 50
+_WORDS = re.compile(r"[a-z]+")
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORDS.findall(text.lower()))
+
+
+def color_words(vocab: Vocabulary, attributes: Iterable[str]) -> frozenset[str]:
+    """The colour attributes among ``attributes`` (category ``color``; their names are words)."""
+    return frozenset(a for a in attributes if vocab.attribute(a).category == "color")
+
+
+def has_color_collision(mcq: MCQ, vocab: Vocabulary) -> bool:
+    """True when a colour attribute of the MCQ appears as a word in another attribute's
+    realisation (e.g. "yellow" and "yellow velvet")."""
+    colors = color_words(vocab, mcq.realizations)
+    return any(
+        _words(realization.text) & (colors - {attribute})
+        for attribute, realization in mcq.realizations.items()
+    )
+
+
+def color_collisions(mcqs: Sequence[MCQ], vocab: Vocabulary) -> int:
+    """How many MCQs have a colour collision (see :func:`has_color_collision`)."""
+    return sum(has_color_collision(m, vocab) for m in mcqs)
+
+
+def independent_mcq(
+    seed: int, n: int, index: int, vocab: Vocabulary, avoid_color_collisions: bool = False
+) -> MCQ:
     """The ``index``-th independently sampled MCQ with N = ``n``."""
     rng = random.Random(f"{seed}/independent/{n}/{index}")
     query = _sample_bindings(rng, vocab, n)
+    avoid = color_words(vocab, (a for a, _ in query)) if avoid_color_collisions else None
     return build_mcq(
         rng,
         vocab,
         query,
-        _realize(rng, vocab, query),
+        _realize(rng, vocab, query, avoid),
         mcq_id=f"n{n:02d}-ind-{index:04d}",
         kind="independent",
+        avoid_color_collisions=avoid_color_collisions,
     )
 
 
-def nested_chain(seed: int, index: int, n_min: int, n_max: int, vocab: Vocabulary) -> list[MCQ]:
+def nested_chain(
+    seed: int,
+    index: int,
+    n_min: int,
+    n_max: int,
+    vocab: Vocabulary,
+    avoid_color_collisions: bool = False,
+) -> list[MCQ]:
     """The ``index``-th nested chain: MCQs for N = n_min..n_max where each step keeps every
-    earlier binding (and its realisation), adds one new binding and reshuffles the pair order."""
+    earlier binding (and its realisation), adds one new binding and reshuffles the pair order.
+
+    With ``avoid_color_collisions`` a new colour attribute that already appears in an earlier
+    realisation is resampled (earlier realisations are fixed for the chain)."""
     chain_id = f"chain-{index:04d}"
     rng = random.Random(f"{seed}/nested/{index}")
     bindings = _sample_bindings(rng, vocab, n_min)
-    realizations = _realize(rng, vocab, bindings)
+    avoid = color_words(vocab, (a for a, _ in bindings)) if avoid_color_collisions else None
+    realizations = _realize(rng, vocab, bindings, avoid)
     mcqs = []
     for step, n in enumerate(range(n_min, n_max + 1)):
         if step:
             new = _sample_bindings(rng, vocab, 1, exclude=bindings)
+            for _ in range(_COLLISION_TRIES if avoid_color_collisions else 0):
+                taken = set().union(*(_words(r.text) for r in realizations.values()))
+                if not color_words(vocab, [new[0][0]]) & taken:
+                    break
+                new = _sample_bindings(rng, vocab, 1, exclude=bindings)
             bindings = bindings + new
-            realizations.update(_realize(rng, vocab, new))
+            if avoid_color_collisions:
+                avoid = color_words(vocab, (a for a, _ in bindings))
+            realizations.update(_realize(rng, vocab, new, avoid))
             rng.shuffle(bindings)
         mcq_rng = random.Random(f"{seed}/nested/{index}/{step}")
         mcqs.append(
@@ -260,6 +336,7 @@ def nested_chain(seed: int, index: int, n_min: int, n_max: int, vocab: Vocabular
                 kind="nested",
                 chain=chain_id,
                 step=step,
+                avoid_color_collisions=avoid_color_collisions,
             )
         )
     return mcqs
@@ -271,11 +348,17 @@ def build_saber(options: SaberOptions, vocab: Vocabulary) -> list[MCQ]:
     vocab.check_supports(options.n_min, options.n_max)
     half = options.per_n // 2
     chains = [
-        nested_chain(options.seed, c, options.n_min, options.n_max, vocab) for c in range(half)
+        nested_chain(
+            options.seed, c, options.n_min, options.n_max, vocab, options.avoid_color_collisions
+        )
+        for c in range(half)
     ]
     mcqs: list[MCQ] = []
     for step, n in enumerate(range(options.n_min, options.n_max + 1)):
-        mcqs += [independent_mcq(options.seed, n, i, vocab) for i in range(half)]
+        mcqs += [
+            independent_mcq(options.seed, n, i, vocab, options.avoid_color_collisions)
+            for i in range(half)
+        ]
         mcqs += [chain[step] for chain in chains]
     return mcqs
 
@@ -305,6 +388,7 @@ def generate_saber(
     n_max: int = 10,
     vocab: str | Path | None = None,
     overwrite: bool = False,
+    avoid_color_collisions: bool = False,
 ) -> dict[str, Any]:
     """Generate a SABER directory: ``OUT/saber.jsonl`` and ``OUT/manifest.json``.
 
@@ -319,6 +403,7 @@ def generate_saber(
         n_max: Largest object count.
         vocab: A vocabulary directory with the packaged schema; None for the packaged one.
         overwrite: Replace ``saber.jsonl`` and ``manifest.json`` in a non-empty ``out``.
+        avoid_color_collisions: See :class:`SaberOptions`; use it for sets that get images.
 
     Returns:
         The manifest that was written.
@@ -328,7 +413,13 @@ def generate_saber(
         >>> manifest["counts"]["mcqs"]  # doctest: +SKIP
         1800
     """
-    options = SaberOptions(seed=seed, per_n=per_n, n_min=n_min, n_max=n_max)
+    options = SaberOptions(
+        seed=seed,
+        per_n=per_n,
+        n_min=n_min,
+        n_max=n_max,
+        avoid_color_collisions=avoid_color_collisions,
+    )
     options.check()
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -356,7 +447,12 @@ def make_manifest(
         "format_version": FORMAT_VERSION,
         "bindkit_version": __version__,
         "seed": options.seed,
-        "options": {k: v for k, v in asdict(options).items() if k != "seed"},
+        # the collision option is recorded only when on: default manifests stay byte-identical
+        "options": {
+            k: v
+            for k, v in asdict(options).items()
+            if k != "seed" and (k != "avoid_color_collisions" or v)
+        },
         "vocabulary": {
             "source": "builtin" if vocabulary.source == "builtin" else "custom",
             "sha256": vocabulary.sha256,
@@ -368,6 +464,11 @@ def make_manifest(
             language.image_prompt_template().encode("utf-8")
         ),
         "counts": counts(mcqs),
+        **(
+            {"color_collisions": color_collisions(mcqs, vocabulary)}
+            if options.avoid_color_collisions
+            else {}
+        ),
         "files": {SABER_FILE: {"sha256": sha256_bytes(data), "bytes": len(data)}},
     }
 

@@ -16,8 +16,9 @@ all candidates), so renderers and the validator need not parse generation texts.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -282,3 +283,67 @@ def read_saber(directory: str | Path) -> SaberSet:
     path = saber_file(directory)
     mcqs = tuple(mcq_from_json(obj, f"{path}:{lineno}") for lineno, obj in iter_lines(path))
     return SaberSet(Path(directory), mcqs, read_manifest(directory))
+
+
+IMAGES_DIR = "images"
+
+
+def image_set_sha256(directory: str | Path, mcqs: Sequence[MCQ]) -> tuple[int, str]:
+    """Count and digest of the images the items point to: sha256 over ``id, path, file sha256``
+    lines in item order, so renaming, replacing or re-pointing any image changes it."""
+    from bindkit._io import sha256_file
+
+    root = Path(directory)
+    digest = hashlib.sha256()
+    count = 0
+    for mcq in mcqs:
+        for item in mcq.items:
+            if item.image is None:
+                continue
+            path = root / item.image
+            if not path.is_file():
+                raise DataFormatError(
+                    f"{path}: image of {item.id} not found; render it again "
+                    "(`bindkit saber render DIR`)"
+                )
+            digest.update(f"{item.id}\t{item.image}\t{sha256_file(path)}\n".encode())
+            count += 1
+    return count, digest.hexdigest()
+
+
+def write_saber(
+    directory: str | Path,
+    mcqs: Sequence[MCQ],
+    manifest_extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Rewrite ``DIR/saber.jsonl`` and refresh ``DIR/manifest.json`` so the directory validates.
+
+    The existing manifest (if any) is kept; its ``counts`` and ``files`` are recomputed from
+    ``mcqs``, and the keys of ``manifest_extra`` are set on top (e.g. ``{"images": {...}}``). When
+    ``manifest_extra`` holds an ``images`` section, its ``count`` and ``sha256`` are filled in
+    from the image files. Both files are written atomically, the data first.
+
+    Returns:
+        The manifest that was written.
+
+    Raises:
+        DataFormatError: an item points to an image file that does not exist.
+    """
+    from bindkit._io import atomic_write_bytes, atomic_write_text, jsonl_bytes, sha256_bytes
+    from bindkit.saber.build import counts
+
+    root = Path(directory)
+    data = jsonl_bytes(m.to_json() for m in mcqs)
+    manifest: dict[str, Any] = dict(read_manifest(root) or {})
+    manifest.setdefault("format", FORMAT_NAME)
+    manifest.setdefault("format_version", FORMAT_VERSION)
+    manifest.update(manifest_extra or {})
+    manifest["counts"] = counts(mcqs)
+    manifest["files"] = {SABER_FILE: {"sha256": sha256_bytes(data), "bytes": len(data)}}
+    if isinstance(manifest.get("images"), Mapping):
+        count, digest = image_set_sha256(root, mcqs)
+        manifest["images"] = {**manifest["images"], "count": count, "sha256": digest}
+    atomic_write_bytes(root / SABER_FILE, data)
+    text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+    atomic_write_text(root / MANIFEST_FILE, text)
+    return manifest

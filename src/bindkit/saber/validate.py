@@ -23,6 +23,7 @@ from bindkit.saber.io import (
     FORMAT_VERSION,
     MCQ,
     SABER_FILE,
+    image_set_sha256,
     mcq_from_json,
     read_manifest,
     saber_file,
@@ -60,7 +61,7 @@ RULES: dict[str, str] = {
     "complete": "every chain runs from the smallest to the largest N, and every N in between "
     "has the same number of MCQs",
     "balance": "for each N, half of the MCQs are independent and half nested",
-    "manifest": "manifest.json matches the data (format, counts, file hash)",
+    "manifest": "manifest.json matches the data (format, counts, file hash, image set hash)",
 }
 
 
@@ -374,6 +375,21 @@ def check_manifest(
                 "saber.jsonl changed after the manifest was written (hash differs)",
             )
         )
+    images = manifest.get("images")
+    if isinstance(images, dict):
+        try:
+            count, digest = image_set_sha256(directory, mcqs)
+        except DataFormatError:
+            return out  # a missing image is reported once, by the `image` rule
+        if images.get("count") != count or images.get("sha256") != digest:
+            out.append(
+                Violation(
+                    "manifest",
+                    where,
+                    f"images changed after rendering (manifest: {images.get('count')} images, "
+                    f"found {count}, or their hash differs); render again",
+                )
+            )
     return out
 
 

@@ -137,14 +137,21 @@ class Vocabulary:
             )
 
 
-def builtin_vocabulary_dir() -> Path:
-    """Filesystem path of the packaged vocabulary (the package is installed unzipped)."""
-    with as_file(files("bindkit.saber").joinpath("data/vocab")) as path:
+#: Packaged vocabularies other than the default, by the name ``--vocab`` accepts.
+NAMED_VOCABULARIES = {"shapes": "data/vocab_shapes"}
+
+
+def builtin_vocabulary_dir(name: str | None = None) -> Path:
+    """Filesystem path of a packaged vocabulary (the package is installed unzipped): the
+    default one, or one of :data:`NAMED_VOCABULARIES`."""
+    folder = "data/vocab" if name is None else NAMED_VOCABULARIES[name]
+    with as_file(files("bindkit.saber").joinpath(folder)) as path:
         return Path(path)
 
 
 def load_vocabulary(directory: str | Path | None = None) -> Vocabulary:
-    """Load and validate a vocabulary directory; ``None`` loads the packaged one.
+    """Load and validate a vocabulary directory; ``None`` loads the packaged one, and a name in
+    :data:`NAMED_VOCABULARIES` (``"shapes"``) another packaged one (a directory of that name wins).
 
     Raises:
         VocabularyError: a file is missing or malformed, or an entry is duplicated, has an
@@ -153,6 +160,8 @@ def load_vocabulary(directory: str | Path | None = None) -> Vocabulary:
     """
     if directory is None:
         root, source = builtin_vocabulary_dir(), "builtin"
+    elif str(directory) in NAMED_VOCABULARIES and not Path(directory).is_dir():
+        root, source = builtin_vocabulary_dir(str(directory)), f"builtin:{directory}"
     else:
         root = Path(directory)
         source = str(root)

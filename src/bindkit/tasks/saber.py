@@ -88,12 +88,15 @@ class SaberTask:
 def _inputs(saber: SaberSet, items: list[Item], modality: str) -> list[Any]:
     if modality == "text":
         return [item.text for item in items]
+    # rendered sets store their images already mirrored (manifest images.flip_applied)
+    images = (saber.manifest or {}).get("images")
+    mirrored = isinstance(images, dict) and images.get("flip_applied") is True
     refs = []
     for item in items:
         path = saber.image_path(item)
         if path is None:
             raise BindkitError(f"{item.id}: has no image; render images or use --pairings tt")
-        refs.append(ImageRef(path, flip=item.flip))
+        refs.append(ImageRef(path, flip=item.flip and not mirrored))
     return refs
 
 
