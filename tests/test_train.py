@@ -93,7 +93,6 @@ def _peft_model(base: Path, adapter: Path) -> Any:
     return PeftModel.from_pretrained(AutoModel.from_pretrained(base), adapter)
 
 
-@pytest.mark.slow
 def test_resumed_run_equals_uninterrupted(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -132,7 +131,6 @@ def test_resumed_run_equals_uninterrupted(
     assert [h["step"] for h in history] == list(range(1, len(ROWS) // 2 + 1))
 
 
-@pytest.mark.slow
 def test_checkpoint_of_other_options_is_refused(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -173,7 +171,6 @@ def test_auxiliary_losses_are_added(tiny_qwen2_vl: Path, triplets: Path, tmp_pat
     assert record["optimizer_steps"] == 2
 
 
-@pytest.mark.slow
 def test_lines_sweep_and_adapters(tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path) -> None:
     record = train_triplets(
         config(tiny_qwen2_vl, triplets, tmp_path / "r", lines=True, val=str(triplets), max_steps=2)
