@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _shared import SHARED_DATA
 from bindkit.cli import main
 from bindkit.embed import load_embedder
 from bindkit.errors import BindkitError, DataFormatError
@@ -19,7 +20,7 @@ from bindkit.saber.vocab import Vocabulary
 from bindkit.tasks.saber import score_saber
 from bindkit.tasks.sts import read_sts
 
-SICK = Path(__file__).resolve().parents[2] / "shared" / "data" / "sick2014" / "SICK_trial.txt"
+SICK = SHARED_DATA / "sick2014" / "SICK_trial.txt"
 
 
 def test_bow_scores_exactly_chance_on_the_default_set(tmp_path: Path) -> None:
@@ -139,8 +140,10 @@ def test_sts_formats(tmp_path: Path) -> None:
     first, _second, gold = read_sts(csv_file)
     assert first == ["a red cube", "a cube"] and list(gold) == [5.0, 1.0]
     jsonl = tmp_path / "pairs.jsonl"
-    jsonl.write_text('{"text_a": "x", "text_b": "y", "label": 0.5}\n')
-    assert read_sts(jsonl)[2].tolist() == [0.5]
+    jsonl.write_text(
+        '{"text_a": "x", "text_b": "y", "label": 0.5}\n{"text_a": "x", "text_b": "z", "label": 1}\n'
+    )
+    assert read_sts(jsonl)[2].tolist() == [0.5, 1.0]
     wrong = tmp_path / "wrong.csv"
     wrong.write_text("a,b,c\nx,y,1\n")
     with pytest.raises(DataFormatError, match="no first-text column"):
@@ -163,7 +166,24 @@ def test_sts_on_sick_trial(tmp_path: Path) -> None:
     assert 0.3 < expected < 0.9  # words overlap tracks relatedness in SICK
 
 
-def test_overwrite_policies(tmp_path: Path) -> None:
+def _count_evaluations(monkeypatch: pytest.MonkeyPatch, task_class: type) -> list[str]:
+    calls: list[str] = []
+    original = task_class.evaluate
+
+    def counting(
+        self: object, embedder: object, dataset: object, subset: str, pairing: str, ctx: object
+    ) -> object:
+        calls.append(f"{subset}/{pairing}")
+        return original(self, embedder, dataset, subset, pairing, ctx)
+
+    monkeypatch.setattr(task_class, "evaluate", counting)
+    return calls
+
+
+def test_overwrite_policies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bindkit.tasks.saber import SaberTask
+
+    calls = _count_evaluations(monkeypatch, SaberTask)
     kwargs = dict(task="saber", out=tmp_path, cache=False, report=False, verbose=False)
     data = tmp_path / "saber"
     from bindkit.saber.build import generate_saber
@@ -171,15 +191,16 @@ def test_overwrite_policies(tmp_path: Path) -> None:
     generate_saber(data, per_n=2, n_max=3)
     (first,) = evaluate(["bow"], data=data, **kwargs)
     (again,) = evaluate(["bow"], data=data, **kwargs)
-    assert again["created"] == first["created"]  # reused, not recomputed
-    path = tmp_path / "bow" / "saber" / "saber" / "tt.json"
-    assert path.exists()
+    assert calls == ["default/tt"]  # reused, not recomputed
+    assert again == first
+    (path,) = (tmp_path / "bow" / "saber").glob("saber-*/default/tt.json")
     (forced,) = evaluate(["bow"], data=data, overwrite="always", **kwargs)
+    assert len(calls) == 2
     assert json.loads(path.read_text())["provenance"] == forced["provenance"]
     # another model fingerprint at the same path is stale
     (bigger,) = evaluate([load_embedder("bow+dim=64", cache=False)], data=data, **kwargs)
     assert bigger["provenance"]["model_fingerprint"] != first["provenance"]["model_fingerprint"]
-    stale = tmp_path / "bow_dim_64" / "saber" / "saber" / "tt.json"
+    (stale,) = (tmp_path / "bow_dim_64" / "saber").glob("saber-*/default/tt.json")
     record = json.loads(stale.read_text())
     record["provenance"]["model_fingerprint"] = "something-else"
     stale.write_text(json.dumps(record))
@@ -187,6 +208,52 @@ def test_overwrite_policies(tmp_path: Path) -> None:
         evaluate(["bow+dim=64"], data=data, overwrite="never", **kwargs)
     (fixed,) = evaluate(["bow+dim=64"], data=data, overwrite="only-missing", **kwargs)
     assert fixed["provenance"]["model_fingerprint"] != "something-else"
+
+
+def test_provenance_holds_data_hash_and_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Changing the data's content or an option makes the stored result stale."""
+    from bindkit.tasks.triplets import TripletTask
+
+    calls = _count_evaluations(monkeypatch, TripletTask)
+    data = tmp_path / "t.jsonl"
+    data.write_text('{"query": "red cube", "positive": "a red cube", "negative": "a blue kite"}\n')
+    kwargs = dict(
+        task="triplets", data=data, out=tmp_path / "r", cache=False, report=False, verbose=False
+    )
+    (record,) = evaluate(["bow"], **kwargs)
+    assert record["provenance"]["data_sha256"] == record["data"]["sha256"]
+    evaluate(["bow"], **kwargs)
+    assert len(calls) == 1
+    evaluate(["bow"], query_instruction="Find the scene", **kwargs)
+    assert len(calls) == 2  # an option is part of the provenance
+    data.write_text('{"query": "red cube", "positive": "a red cube", "negative": "a red kite"}\n')
+    evaluate(["bow"], **kwargs)
+    assert len(calls) == 3  # so is the data's content
+
+
+def test_same_file_name_in_two_folders_keeps_both_results(tmp_path: Path) -> None:
+    row = '{"query": "red cube", "positive": "a red cube", "negative": "a blue kite"}\n'
+    for run in ("runA", "runB"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "test.jsonl").write_text(
+            row if run == "runA" else row.replace("blue", "red")
+        )
+    for run in ("runA", "runB"):
+        evaluate(
+            ["bow"],
+            task="triplets",
+            data=tmp_path / run / "test.jsonl",
+            out=tmp_path / "r",
+            cache=False,
+            verbose=False,
+        )
+    files = sorted((tmp_path / "r" / "bow" / "triplets").glob("*/default/tt.json"))
+    assert len(files) == 2
+    report = (tmp_path / "r" / "report.md").read_text()
+    for run in ("runA", "runB"):
+        assert str(tmp_path / run / "test.jsonl") in report
 
 
 def test_unavailable_pairing_and_unknown_task(tmp_path: Path) -> None:

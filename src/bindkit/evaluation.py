@@ -1,4 +1,4 @@
-"""``bindkit eval`` as a library call: models x task x pairings → result files (+ a report)."""
+"""``bindkit eval`` as a library call: models x task x subsets x pairings → result files."""
 
 from __future__ import annotations
 
@@ -10,105 +10,198 @@ from typing import Any
 
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError
-from bindkit.results.store import Policy, result_path, reusable, write_result
-from bindkit.tasks.base import METRICS_VERSION, get_task, parse_pairings
+from bindkit.results.store import (
+    POLICIES,
+    Policy,
+    data_key,
+    result_path,
+    reusable,
+    write_result,
+)
+from bindkit.tasks.base import EvalContext, Task, get_task, parse_pairings, resolve_data
 
 
 def evaluate(
     models: Sequence[str | Embedder],
     *,
-    task: str = "saber",
+    task: str | Task = "saber",
     data: str | Path | None = None,
     pairings: str | Sequence[str] | None = None,
+    subsets: str | Sequence[str] | None = None,
     out: str | Path = "results",
     overwrite: Policy = "only-missing",
     query_instruction: str | None = None,
+    image_root: str | Path | None = None,
     batch_size: int | None = None,
     cache: bool | str | Path = True,
     report: bool = True,
     verbose: bool = True,
 ) -> list[dict[str, Any]]:
-    """Evaluate each model on a task and write one result file per pairing.
+    """Evaluate each model on a task and write one result file per (subset, pairing).
+
+    Each result is written as soon as it is computed, so an interrupted run keeps what it
+    finished, and a rerun computes only what is missing (see :mod:`bindkit.results.store`).
 
     Args:
         models: Spec strings (``"st:default"``) or embedder objects.
-        task: ``saber``, ``triplets`` or ``sts``.
-        data: The task's data (a SABER directory, a triplet JSONL, an STS file); SABER without
-            data evaluates the default set generated in memory.
-        pairings: Subset of ``tt,ti,it,ii`` (query→candidate modality); default: every pairing the
-            data and the model support.
-        out: Results directory; files go to ``OUT/<model>/<task>/<data>/<pairing>.json``.
-        overwrite: ``only-missing`` (default), ``never`` or ``always``; see
-            :mod:`bindkit.results.store`.
-        query_instruction: Task instruction given to queries (default: the model's own default).
+        task: A task name (``bindkit eval --help`` lists them) or a :class:`Task` object.
+        data: The task's files; without it, ``$BINDKIT_DATA/<task folder>`` or the task's
+            built-in set (SABER's default set, generated in memory).
+        pairings: Subset of ``tt,ti,it,ii`` (query→candidate modality); default: every pairing
+            the task, the data and the model support.
+        subsets: Comma list or sequence of subset names; default: all of the data's subsets.
+        out: Results directory.
+        overwrite: ``only-missing`` (default), ``never`` or ``always``.
+        query_instruction: Instruction for queries (default: the task's, else the model's).
+        image_root: Folder the data's image file names are relative to (image-side tasks).
         batch_size, cache: Passed to :func:`bindkit.load_embedder` for spec strings.
-        report: Write ``OUT/report.md`` (and the accuracy-vs-N plot) over everything in ``out``.
+        report: Write ``OUT/report.md`` over everything in ``out``.
 
     Returns:
         The result records, computed or reused, in order.
     """
     if not models:
         raise BindkitError("--model: give at least one model spec, e.g. --model st:default")
-    task_impl = get_task(task)
+    if overwrite not in POLICIES:
+        raise BindkitError(f"--overwrite {overwrite!r}: use one of {', '.join(POLICIES)}")
+    task_impl = get_task(task) if isinstance(task, str) else task
+    meta = task_impl.metadata
     wanted = parse_pairings(
         pairings if pairings is None or isinstance(pairings, str) else list(pairings)
     )
-    dataset = task_impl.load(None if data is None else str(data))
+    path = resolve_data(meta, data)
+    root = None if image_root is None else Path(image_root)
+    if root is not None and not root.is_dir():
+        raise BindkitError(f"--image-root {root}: not a directory; pass the folder of the images")
+    dataset = task_impl.load(path, image_root=root)
+    chosen_subsets = _subsets(subsets, dataset.subsets, meta.name)
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BindkitError(f"--out {out}: is a file; pass a directory for the results")
+    ctx = EvalContext(query_instruction, root, lambda m: _say(True, m))
+    key = data_key(dataset.name, dataset.source)
     records: list[dict[str, Any]] = []
-    for model in models:
-        embedder = _load(model, batch_size, cache)
-        spec = model if isinstance(model, str) else getattr(model, "spec", type(model).__name__)
-        available = task_impl.pairings(dataset, embedder)
-        chosen = available if wanted is None else wanted
-        missing = [p for p in chosen if p not in available]
-        if missing:
-            raise BindkitError(
-                f"--pairings {','.join(missing)}: not available for {spec} on {dataset.name} "
-                f"(available: {','.join(available) or 'none'}); image pairings need images in the "
-                "data and a model that embeds images"
-            )
-        model_record = {
-            "spec": spec,
-            "fingerprint": embedder.fingerprint,
-            "description": embedder.describe(),  # once per model: it may digest weight files
-        }
+    from bindkit._lock import directory_lock
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BindkitError(f"--out {out}: cannot create it ({exc.strerror})") from exc
+    with directory_lock(out, "bindkit eval"):
+        for model in models:
+            records += _one_model(
+                model, task_impl, dataset, key, chosen_subsets, wanted, ctx, out, overwrite,
+                batch_size, cache, verbose,
+            )  # fmt: skip
+    if report and not records and not any(out.rglob("*.json")):
+        _say(verbose, f"report: nothing to report in {out}")
+    elif report:
+        from bindkit.results.report import write_report
+
+        target, plots = write_report(out, warn=lambda m: _say(True, m))
+        _say(verbose, f"report: {target}" + "".join(f", {p}" for p in plots))
+    return records
+
+
+def _one_model(
+    model: str | Embedder,
+    task_impl: Any,
+    dataset: Any,
+    key: str,
+    subsets: list[str],
+    wanted: list[str] | None,
+    ctx: EvalContext,
+    out: Path,
+    overwrite: Policy,
+    batch_size: int | None,
+    cache: bool | str | Path,
+    verbose: bool,
+) -> list[dict[str, Any]]:
+    meta = task_impl.metadata
+    embedder = _load(model, batch_size, cache)
+    spec = model if isinstance(model, str) else getattr(model, "spec", type(model).__name__)
+    available = task_impl.pairings(dataset, embedder)
+    chosen = available if wanted is None else wanted
+    missing = [p for p in chosen if p not in available]
+    if missing or not chosen:
+        raise BindkitError(
+            f"--pairings {','.join(missing or chosen) or '(none)'}: not available for {spec} on "
+            f"{meta.name} {dataset.name} (available: {','.join(available) or 'none'}); image "
+            "pairings need images in the data and a model that embeds images"
+        )
+    model_record: dict[str, Any] | None = None
+    records: list[dict[str, Any]] = []
+    for subset in subsets:
         for pairing in chosen:
-            options = {"query_instruction": query_instruction}
+            options = {
+                "query_instruction": task_impl.query_instruction(subset, ctx),
+                "image_root": None if ctx.image_root is None else str(ctx.image_root),
+            }
             provenance = {
                 "model_fingerprint": embedder.fingerprint,
-                "task": task_impl.name,
+                "task": meta.name,
                 "data_sha256": dataset.sha256,
+                "subset": subset,
                 "pairing": pairing,
                 "options": options,
-                "metrics_version": METRICS_VERSION,
+                "metrics_version": meta.version,
             }
-            path = result_path(out, spec, task_impl.name, dataset.name, pairing)
+            path = result_path(out, spec, meta.name, key, subset, pairing)
+            where = f"{spec} {meta.name} {subset} {pairing}"
             existing = reusable(path, provenance, overwrite)
+            if existing is not None and _partial(existing):
+                existing = None  # scored without some images: they may be there now
             if existing is not None:
                 records.append(existing)
-                _say(verbose, f"{spec} {task_impl.name} {pairing}: up to date ({path})")
+                _say(verbose, f"{where}: up to date ({path})")
                 continue
             start = time.perf_counter()
-            result = task_impl.evaluate(
-                embedder, dataset, pairing, query_instruction=query_instruction
-            )
+            result = task_impl.evaluate(embedder, dataset, subset, pairing, ctx)
+            if result is None:
+                _say(True, f"warning: {where}: nothing to score; no result written")
+                continue
+            if model_record is None:  # once per model: describe() may digest weight files
+                model_record = {
+                    "spec": spec,
+                    "fingerprint": embedder.fingerprint,
+                    "description": embedder.describe(),
+                }
             record = write_result(
                 path,
                 provenance=provenance,
                 model=model_record,
-                data={"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256},
+                data={
+                    "name": dataset.name,
+                    "source": dataset.source,
+                    "sha256": dataset.sha256,
+                    "key": key,
+                },
                 result=result,
                 seconds=time.perf_counter() - start,
             )
             records.append(record)
-            _say(verbose, f"{spec} {task_impl.name} {pairing}: {_headline(record)} → {path}")
-    if report:
-        from bindkit.results.report import write_report
-
-        target, plots = write_report(out)
-        _say(verbose, f"report: {target}" + "".join(f", {p}" for p in plots))
+            _say(verbose, f"{where}: {headline(record, meta)} → {path}")
     return records
+
+
+def _partial(record: dict[str, Any]) -> bool:
+    missing = record.get("counts", {}).get("missing_images")
+    return isinstance(missing, int) and missing > 0
+
+
+def _subsets(value: str | Sequence[str] | None, available: tuple[str, ...], task: str) -> list[str]:
+    if value is None:
+        return list(available)
+    items = value.split(",") if isinstance(value, str) else list(value)
+    items = [s.strip() for s in items if s.strip()]
+    if not items:
+        raise BindkitError("--subsets: empty; give a comma list or leave it out for all")
+    unknown = [s for s in items if s not in available]
+    if unknown:
+        raise BindkitError(
+            f"--subsets {','.join(unknown)}: not in {task}'s data; use {', '.join(available)}"
+        )
+    return items
 
 
 def _load(model: str | Embedder, batch_size: int | None, cache: bool | str | Path) -> Embedder:
@@ -119,13 +212,11 @@ def _load(model: str | Embedder, batch_size: int | None, cache: bool | str | Pat
     return load_embedder(model, batch_size=batch_size, cache=cache)
 
 
-def _headline(record: dict[str, Any]) -> str:
+def headline(record: dict[str, Any], meta: Any) -> str:
+    """The task's main score (and its declared extra scores) as percentages."""
     scores = record["scores"]
-    shown = [
-        (k, scores[k])
-        for k in ("mcq_accuracy", "map_independent", "map_nested", "triplet_accuracy", "spearman")
-        if scores.get(k) is not None
-    ]
+    names = (meta.main_score, *meta.scores)
+    shown = [(k, scores[k]) for k in names if isinstance(scores.get(k), int | float)]
     return ", ".join(f"{k} {100 * v:.1f}%" for k, v in shown)
 
 

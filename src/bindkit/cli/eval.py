@@ -7,12 +7,21 @@ from pathlib import Path
 from typing import Any
 
 
+def _task_help() -> str:
+    from bindkit.tasks.base import task_classes
+
+    return "; ".join(
+        f"{name}: {cls.metadata.description}" for name, cls in sorted(task_classes().items())
+    )
+
+
 def register(commands: Any) -> None:
     ev = commands.add_parser(
         "eval",
-        help="evaluate models on SABER, triplets or STS and write result files + a report",
+        help="evaluate models on a benchmark and write result files + a report",
         description="Evaluate one or more models; one result JSON per (model, task, data, "
-        "pairing) under --out, then a report over everything in --out.",
+        "subset, pairing) under --out, each written as soon as it is computed (a rerun computes "
+        "only what is missing), then a report over everything in --out.",
     )
     ev.add_argument(
         "--model",
@@ -21,17 +30,25 @@ def register(commands: Any) -> None:
         metavar="SPEC",
         help="model spec, repeatable (see `bindkit models`), e.g. st:default",
     )
-    ev.add_argument("--task", default="saber", help="saber (default), triplets or sts")
+    ev.add_argument("--task", default="saber", help=f"default saber. {_task_help()}")
     ev.add_argument(
         "--data",
         default=None,
-        help="SABER directory / triplet JSONL / STS file; SABER default: the "
-        "default set generated in memory",
+        help="the task's files as published (a file or folder); default: $BINDKIT_DATA/<task "
+        "folder>, or SABER's default set generated in memory",
+    )
+    ev.add_argument(
+        "--image-root",
+        default=None,
+        help="folder the data's image file names are relative to (e.g. COCO val2017)",
     )
     ev.add_argument(
         "--pairings",
         default=None,
         help="comma list of tt,ti,it,ii (query→candidate); default: all available",
+    )
+    ev.add_argument(
+        "--subsets", default=None, help="comma list of subsets to run; default: all of them"
     )
     ev.add_argument("--out", type=Path, default=Path("results"), help="results directory")
     ev.add_argument(
@@ -43,7 +60,7 @@ def register(commands: Any) -> None:
     ev.add_argument(
         "--query-instruction",
         default=None,
-        help="task instruction for queries (default: the model's default)",
+        help="instruction for queries (default: the task's, else the model's default)",
     )
     ev.add_argument("--batch-size", type=int, default=None, help="inputs per forward pass")
     ev.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
@@ -62,6 +79,12 @@ def register(commands: Any) -> None:
     rep.set_defaults(handler=_report)
 
 
+def _warn(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr)
+
+
 def _eval(args: argparse.Namespace) -> int:
     from bindkit.evaluation import evaluate
     from bindkit.results.report import build_tables, to_markdown
@@ -71,21 +94,25 @@ def _eval(args: argparse.Namespace) -> int:
         task=args.task,
         data=args.data,
         pairings=args.pairings,
+        subsets=args.subsets,
         out=args.out,
         overwrite=args.overwrite,
         query_instruction=args.query_instruction,
+        image_root=args.image_root,
         batch_size=args.batch_size,
         cache=not args.no_cache,
         report=not args.no_report,
         verbose=not args.quiet,
     )
-    print(to_markdown(build_tables(records)[:2]).removeprefix("# bindkit report\n").strip())
+    if records:
+        tables = build_tables(records)[:-1]  # the data-source table is in the report
+        print(to_markdown(tables[:3]).removeprefix("# bindkit report\n").strip())
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
     from bindkit.results.report import write_report
 
-    target, plots = write_report(args.results, args.out)
+    target, plots = write_report(args.results, args.out, warn=_warn)
     print(f"wrote {target}" + "".join(f" and {p}" for p in plots))
     return 0

@@ -1,8 +1,10 @@
 """Merge result files into comparison tables (Markdown, HTML, CSV, LaTeX) and PNG plots.
 
-Tables mirror the seed paper: models x pairings for SABER (MCQ accuracy, independent and nested
-mAP; its Table 2), MCQ accuracy by N per pairing (its Tables 17-19), plus error analysis,
-triplet accuracy and STS. Scores are stored as fractions and shown as percentages.
+Tables come from task metadata, so a new task appears without touching this module: an overview
+in the seed's Table 3 layout (models × benchmarks, each benchmark's main score averaged over its
+subsets), one per-subset table per benchmark, then the tables a task adds itself
+(:meth:`bindkit.tasks.base.Task.tables`, e.g. SABER's accuracy by N), and the data each row came
+from. Scores are stored as fractions and shown as percentages.
 """
 
 from __future__ import annotations
@@ -11,175 +13,199 @@ import csv
 import html
 import io
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bindkit._io import atomic_write_text
 from bindkit.errors import BindkitError
-from bindkit.results.store import collect
+from bindkit.results.store import collect, data_key
+from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, label, pct
 
-PAIRING_ORDER = ("tt", "ti", "it", "ii")
-PAIRING_NAMES = {"tt": "T→T", "ti": "T→I", "it": "I→T", "ii": "I→I"}
 FORMATS = (".md", ".html", ".csv", ".tex")
+__all__ = ["Table", "build_tables", "group_by_data", "pct", "write_report"]
 
 
-@dataclass
-class Table:
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
+def _subset(record: dict[str, Any]) -> str:
+    return str(record.get("subset", "default"))
 
 
-def pct(value: Any) -> str:
-    return "–" if value is None or value != value else f"{100 * float(value):.1f}"
-
-
-def _label(record: dict[str, Any]) -> str:
-    return str(record["model"].get("spec", record["model"].get("fingerprint", "?")))
+def _data_id(record: dict[str, Any]) -> str:
+    data = record["data"]
+    if isinstance(data.get("key"), str):
+        return str(data["key"])
+    return data_key(str(data["name"]), str(data.get("source", data["name"])))
 
 
 def _latest(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per (model, task, data, pairing): the newest."""
-    best: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    """One record per (model, task, data, subset, pairing): the newest."""
+    best: dict[tuple[str, ...], dict[str, Any]] = {}
     for r in records:
-        key = (_label(r), r["task"], r["data"]["name"], r["pairing"])
+        key = (label(r), r["task"], _data_id(r), _subset(r), r["pairing"])
         if key not in best or r["created"] >= best[key]["created"]:
             best[key] = r
     return list(best.values())
 
 
-def build_tables(records: list[dict[str, Any]]) -> list[Table]:
-    records = _latest(records)
-    tables: list[Table] = []
-    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def data_labels(records: list[dict[str, Any]]) -> dict[str, str]:
+    """Data id → its name, or "name (source)" where two sources share a name."""
+    sources: dict[str, set[str]] = defaultdict(set)
     for r in records:
-        by_task[r["task"]].append(r)
-    for data_name, group in _group(by_task.get("saber", []), lambda r: r["data"]["name"]):
-        tables += _saber_tables(data_name, group)
-    if by_task.get("triplets"):
-        tables += _simple(by_task["triplets"], "Triplet accuracy (%)", "triplet_accuracy")
-        tables += _triplet_breakdown(by_task["triplets"])
-    if by_task.get("sts"):
-        tables += _simple(by_task["sts"], "STS Spearman ×100", "spearman")
-    return tables
+        sources[str(r["data"]["name"])].add(_data_id(r))
+    out = {}
+    for r in records:
+        name = str(r["data"]["name"])
+        clash = len(sources[name]) > 1
+        out[_data_id(r)] = f"{name} ({r['data'].get('source', '?')})" if clash else name
+    return out
 
 
-def _group(records: list[dict[str, Any]], key: Any) -> list[tuple[str, list[dict[str, Any]]]]:
+def group_by_data(records: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Records grouped by where their data came from, labelled for tables."""
+    labels = data_labels(records)
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        groups[key(r)].append(r)
+        groups[labels[_data_id(r)]].append(r)
     return sorted(groups.items())
 
 
-def _models(records: list[dict[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(_label(r) for r in records))
+def _meta(task: str) -> Any:
+    from bindkit.tasks.base import task_classes
+
+    cls = task_classes().get(task)
+    return None if cls is None else cls.metadata
 
 
-def _saber_tables(data_name: str, records: list[dict[str, Any]]) -> list[Table]:
-    cell = {(_label(r), r["pairing"]): r["scores"] for r in records}
-    pairings = [p for p in PAIRING_ORDER if any(r["pairing"] == p for r in records)]
-    models = _models(records)
-    columns = ["model"]
-    for p in pairings:
-        columns += [
-            f"{PAIRING_NAMES[p]} MCQ",
-            f"{PAIRING_NAMES[p]} mAP ind.",
-            f"{PAIRING_NAMES[p]} mAP nest.",
+def _score_names(task: str) -> tuple[str, ...]:
+    meta = _meta(task)
+    return () if meta is None else (meta.main_score, *meta.scores)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return None
+    return float(value)
+
+
+def _headline_score(record: dict[str, Any]) -> tuple[str, float] | None:
+    """The first of the task's declared scores that this record holds."""
+    for name in _score_names(record["task"]):
+        value = _number(record["scores"].get(name))
+        if value is not None:
+            return name, value
+    return None
+
+
+def _subset_order(task: str, records: list[dict[str, Any]]) -> list[str]:
+    meta = _meta(task)
+    declared = list(meta.subsets) if meta is not None else []
+    present = list(dict.fromkeys(_subset(r) for r in records))
+    return [s for s in declared if s in present] + [s for s in present if s not in declared]
+
+
+def overview(records: list[dict[str, Any]]) -> Table:
+    """Models × (benchmark, data, pairing): the main score, averaged over present subsets."""
+    labels = data_labels(records)
+    cells: dict[tuple[str, str], list[float]] = defaultdict(list)
+    columns: dict[str, None] = {}
+    order = {p: i for i, p in enumerate(PAIRING_ORDER)}
+    for r in sorted(
+        records, key=lambda r: (r["task"], labels[_data_id(r)], order.get(r["pairing"], 9))
+    ):
+        hit = _headline_score(r)
+        if hit is None:
+            continue
+        name, value = hit
+        pairing = PAIRING_NAMES.get(r["pairing"], r["pairing"])
+        column = f"{r['task']} {labels[_data_id(r)]} {pairing} {name}"
+        columns[column] = None
+        cells[(label(r), column)].append(value)
+    models = list(dict.fromkeys(label(r) for r in records))
+    rows = [
+        [m]
+        + [
+            pct(sum(cells[(m, c)]) / len(cells[(m, c)])) if cells.get((m, c)) else "–"
+            for c in columns
         ]
-    columns.append("mean MCQ")
-    rows = []
-    for model in models:
-        row = [model]
-        accs = []
-        for p in pairings:
-            s = cell.get((model, p), {})
-            row += [
-                pct(s.get("mcq_accuracy")),
-                pct(s.get("map_independent")),
-                pct(s.get("map_nested")),
-            ]
-            if s.get("mcq_accuracy") is not None:
-                accs.append(s["mcq_accuracy"])
-        row.append(pct(sum(accs) / len(accs)) if accs else "–")
-        rows.append(row)
-    tables = [Table(f"SABER ({data_name}): MCQ accuracy and retrieval mAP (%)", columns, rows)]
-    for p in pairings:
-        ns = sorted(
-            {int(n) for (m, q), s in cell.items() if q == p for n in s.get("mcq_accuracy_by_n", {})}
-        )
-        by_n_rows = [
-            [model]
-            + [pct(cell.get((model, p), {}).get("mcq_accuracy_by_n", {}).get(str(n))) for n in ns]
-            for model in models
-        ]
+        for m in models
+    ]
+    return Table(
+        "Overview: main score per benchmark, mean over subsets (%)", ["model", *columns], rows
+    )
+
+
+def per_subset(task: str, records: list[dict[str, Any]]) -> list[Table]:
+    """For a task with several subsets: model × pairing × score rows, one column per subset."""
+    subsets = _subset_order(task, records)
+    if len(subsets) < 2:
+        return []
+    tables = []
+    for data_label, group in group_by_data(records):
+        cell: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for r in group:
+            cell[(label(r), r["pairing"], _subset(r))] = r["scores"]
+        names = _score_names(task)
+        rows = []
+        for model in dict.fromkeys(label(r) for r in group):
+            for pairing in [p for p in PAIRING_ORDER if any(k[1] == p for k in cell)]:
+                for name in names:
+                    values = [cell.get((model, pairing, s), {}).get(name) for s in subsets]
+                    numbers = [v for v in map(_number, values) if v is not None]
+                    if not numbers:
+                        continue
+                    mean = pct(sum(numbers) / len(numbers)) if len(numbers) == len(subsets) else "–"
+                    rows.append(
+                        [model, PAIRING_NAMES.get(pairing, pairing), name]
+                        + [pct(v) for v in values]
+                        + [mean]
+                    )
         tables.append(
             Table(
-                f"SABER ({data_name}) {PAIRING_NAMES[p]}: MCQ accuracy by N (%)",
-                ["model"] + [f"N={n}" for n in ns],
-                by_n_rows,
+                f"{task} ({data_label}) per subset (%)",
+                ["model", "pairing", "score", *subsets, "mean"],
+                rows,
             )
         )
-    detail_columns = [
-        "model",
-        "pairing",
-        "independent",
-        "nested",
-        "won by attribute swap",
-        "won by object swap",
-        "won by joint swap",
-        "top-4 occupancy",
-        "subset above exact",
-        "superset above exact",
-    ]
-    detail = []
-    for model in models:
-        for p in pairings:
-            s = cell.get((model, p))
-            if s is None:
-                continue
-            wins = s.get("mcq_wins_by_role", {})
-            kinds = s.get("mcq_accuracy_by_kind", {})
-            detail.append(
-                [
-                    model,
-                    PAIRING_NAMES[p],
-                    pct(kinds.get("independent")),
-                    pct(kinds.get("nested")),
-                    pct(wins.get("attribute_swap")),
-                    pct(wins.get("object_swap")),
-                    pct(wins.get("joint_swap")),
-                    pct(s.get("top4_occupancy")),
-                    pct(s.get("containment_subset_above")),
-                    pct(s.get("containment_superset_above")),
-                ]
-            )
-    tables.append(
-        Table(
-            f"SABER ({data_name}): by kind, error analysis, containment (%)", detail_columns, detail
-        )
-    )
     return tables
 
 
-def _simple(records: list[dict[str, Any]], title: str, metric: str) -> list[Table]:
-    datas = sorted({r["data"]["name"] for r in records})
-    cell = {(_label(r), r["data"]["name"]): r["scores"].get(metric) for r in records}
-    rows = [[m] + [pct(cell.get((m, d))) for d in datas] for m in _models(records)]
-    return [Table(title, ["model", *datas], rows)]
-
-
-def _triplet_breakdown(records: list[dict[str, Any]]) -> list[Table]:
-    rows = []
+def sources(records: list[dict[str, Any]]) -> Table:
+    labels = data_labels(records)
+    seen: dict[str, list[str]] = {}
     for r in records:
-        for field, values in r["scores"].get("triplet_accuracy_by", {}).items():
-            for value, acc in values.items():
-                rows.append([_label(r), r["data"]["name"], field, value, pct(acc)])
-    if not rows:
-        return []
-    return [
-        Table("Triplet accuracy by field (%)", ["model", "data", "field", "value", "acc."], rows)
-    ]
+        data = r["data"]
+        seen.setdefault(
+            _data_id(r),
+            [
+                r["task"],
+                labels[_data_id(r)],
+                str(data.get("source", "?")),
+                str(data.get("sha256", ""))[:12],
+            ],
+        )
+    return Table("Data sources", ["task", "data", "source", "sha256"], sorted(seen.values()))
+
+
+def build_tables(
+    records: list[dict[str, Any]], warn: Callable[[str], None] | None = None
+) -> list[Table]:
+    records = _latest(records)
+    tables = [overview(records)]
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        by_task[r["task"]].append(r)
+    for task, group in by_task.items():
+        tables += per_subset(task, group)
+        from bindkit.tasks.base import task_classes
+
+        cls = task_classes().get(task)
+        if cls is None:
+            if warn is not None:
+                warn(f"warning: results of unknown task {task!r}: only in the overview")
+            continue
+        tables += cls().tables(group)
+    tables.append(sources(records))
+    return tables
 
 
 # -- rendering -----------------------------------------------------------------------------
@@ -259,16 +285,31 @@ def to_csv(records: list[dict[str, Any]]) -> str:
     value (fractions, as stored)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["model", "fingerprint", "task", "data", "pairing", "metric", "key", "value"])
+    writer.writerow(
+        [
+            "model",
+            "fingerprint",
+            "task",
+            "data",
+            "source",
+            "subset",
+            "pairing",
+            "metric",
+            "key",
+            "value",
+        ]
+    )
     for r in _latest(records):
         for metric, value in r["scores"].items():
             for key, number in _flatten(value):
                 writer.writerow(
                     [
-                        _label(r),
+                        label(r),
                         r["model"].get("fingerprint"),
                         r["task"],
                         r["data"]["name"],
+                        r["data"].get("source"),
+                        _subset(r),
                         r["pairing"],
                         metric,
                         key,
@@ -306,16 +347,19 @@ def plot_by_n(records: list[dict[str, Any]], path: Path) -> Path | None:
         for r in saber:
             if r["pairing"] != p:
                 continue
-            by_n = r["scores"].get("mcq_accuracy_by_n", {})
-            ns = sorted(int(n) for n in by_n)
-            ax.plot(ns, [100 * by_n[str(n)] for n in ns], marker="o", label=_label(r))
+            by_n = r["scores"].get("mcq_accuracy_by_n")
+            if not isinstance(by_n, dict):
+                continue
+            ns = sorted(int(n) for n in by_n if str(n).isdigit() and _number(by_n[n]) is not None)
+            ax.plot(ns, [100 * by_n[str(n)] for n in ns], marker="o", label=label(r))
         ax.set_title(f"SABER {PAIRING_NAMES[p]}")
         ax.set_xlabel("bindings N")
         ax.set_ylabel("MCQ accuracy (%)")
         ax.set_ylim(0, 100)
         ax.axhline(25, color="gray", lw=0.8, ls=":")
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="upper right")
+    if axes[0][-1].get_legend_handles_labels()[0]:
+        axes[0][-1].legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.png")
@@ -325,10 +369,15 @@ def plot_by_n(records: list[dict[str, Any]], path: Path) -> Path | None:
     return path
 
 
-def write_report(results: str | Path, out: str | Path | None = None) -> tuple[Path, list[Path]]:
+def write_report(
+    results: str | Path,
+    out: str | Path | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> tuple[Path, list[Path]]:
     """Write a report of every result under ``results`` to ``out`` (default
-    ``RESULTS/report.md``); the format follows the suffix. Returns the report and plot paths."""
-    records = collect(results)
+    ``RESULTS/report.md``); the format follows the suffix. Returns the report and plot paths.
+    Result files that cannot be used are skipped with one ``warn`` line each."""
+    records = collect(results, warn)
     if not records:
         raise BindkitError(f"{results}: no bindkit result files found; run `bindkit eval` first")
     target = Path(out) if out is not None else Path(results) / "report.md"
@@ -338,7 +387,7 @@ def write_report(results: str | Path, out: str | Path | None = None) -> tuple[Pa
     if target.suffix in (".md", ".html"):
         plot = plot_by_n(records, target.with_name(f"{target.stem}_saber_by_n.png"))
         plots = [plot] if plot else []
-    tables = build_tables(records)
+    tables = build_tables(records, warn)
     names = [p.name for p in plots]
     text = {
         ".md": lambda: to_markdown(tables, names),

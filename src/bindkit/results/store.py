@@ -1,8 +1,11 @@
 """Where results live and when they are (re)computed.
 
-One JSON per (model, task, data, pairing) at ``OUT/<model>/<task>/<data>/<pairing>.json``, written
-atomically as soon as it is computed. Its ``provenance`` (model fingerprint, data hash, task,
-pairing, options, metrics version) decides whether an existing file still answers the question.
+One JSON per (model, task, data, subset, pairing) at
+``OUT/<model>/<task>/<data>-<id>/<subset>/<pairing>.json``, written atomically as soon as it is
+computed. ``<id>`` hashes where the data came from (its resolved path), so two files with the same
+name in different folders never share a result. Its ``provenance`` (model fingerprint, data hash,
+task, subset, pairing, options, metrics version) decides whether an existing file still answers
+the question.
 
 Overwrite policies, shared by every command that writes results:
 
@@ -14,9 +17,11 @@ Overwrite policies, shared by every command that writes results:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,18 +39,62 @@ def slug(text: str, limit: int = 80) -> str:
     return cleaned[-limit:]
 
 
-def result_path(out: Path, model: str, task: str, data: str, pairing: str) -> Path:
-    return out / slug(model) / task / slug(data) / f"{pairing}.json"
+def data_key(name: str, source: str) -> str:
+    """``<name>-<8 hex>``: the name for readers, a hash of the resolved source for identity."""
+    where = source if source.startswith("builtin:") else str(Path(source).resolve())
+    return f"{slug(name, 60)}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+
+
+def result_path(out: Path, model: str, task: str, data: str, subset: str, pairing: str) -> Path:
+    """``data`` is a :func:`data_key`."""
+    return out / slug(model) / task / data / slug(subset) / f"{pairing}.json"
+
+
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "model": dict,
+    "task": str,
+    "data": dict,
+    "pairing": str,
+    "scores": dict,
+    "counts": dict,
+    "created": str,
+    "provenance": dict,
+}
+
+
+def check_record(record: Any) -> str | None:
+    """None for a well-formed result record, else what is wrong with it (one phrase)."""
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+        return "not a bindkit result"
+    for key, kind in _FIELDS.items():
+        if not isinstance(record.get(key), kind):
+            return f"field {key!r} is missing or not a {getattr(kind, '__name__', kind)}"
+    if not isinstance(record["data"].get("name"), str):
+        return "field 'data.name' is missing"
+    return None
 
 
 def read_result(path: Path) -> dict[str, Any] | None:
+    """The record at ``path``; None when absent, unreadable or malformed (then recomputed)."""
+    record, _problem = _read(path)
+    return record
+
+
+def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     try:
         record = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
-        return None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None  # a corrupt file is treated as missing and recomputed
-    return record if isinstance(record, dict) and record.get("schema") == SCHEMA else None
+        return None, None
+    except IsADirectoryError:
+        return None, "is a directory"
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"corrupt JSON ({exc.__class__.__name__})"
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    if isinstance(record, dict) and record.get("schema") != SCHEMA:
+        return None, None  # some other JSON file: not ours, not a problem
+    problem = check_record(record)
+    return (None, problem) if problem else (record, None)
 
 
 def reusable(path: Path, provenance: dict[str, Any], policy: Policy) -> dict[str, Any] | None:
@@ -78,6 +127,8 @@ def write_result(
 ) -> dict[str, Any]:
     from bindkit import __version__
 
+    if path.is_dir():
+        raise BindkitError(f"{path}: is a directory where a result file belongs; remove it")
     record = {
         "schema": SCHEMA,
         "bindkit_version": __version__,
@@ -86,6 +137,7 @@ def write_result(
         "model": model,
         "task": provenance["task"],
         "data": data,
+        "subset": provenance["subset"],
         "pairing": provenance["pairing"],
         "options": provenance["options"],
         "scores": result["scores"],
@@ -96,14 +148,20 @@ def write_result(
     return record
 
 
-def collect(root: str | Path) -> list[dict[str, Any]]:
-    """Every result record under ``root`` (any layout), in path order."""
+def collect(root: str | Path, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Every result record under ``root`` (any layout), in path order.
+
+    A file that claims to be a result but cannot be used (truncated, wrong field types) is
+    skipped with one ``warn`` line naming it; other JSON files are ignored.
+    """
     root = Path(root)
     if not root.exists():
         raise BindkitError(f"{root}: not found; pass the --out directory of `bindkit eval`")
     records = []
     for path in sorted(root.rglob("*.json")):
-        record = read_result(path)
+        record, problem = _read(path)
         if record is not None:
             records.append(record)
+        elif problem is not None and warn is not None:
+            warn(f"warning: {path}: skipped, {problem}")
     return records

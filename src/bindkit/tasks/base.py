@@ -1,25 +1,92 @@
-"""What every task provides, and the task registry."""
+"""What every task declares and provides, and the task registry.
+
+A task is one module in ``bindkit/tasks/`` (or an entry point in the ``bindkit.tasks`` group)
+holding a :class:`Task` subclass with a :class:`TaskMetadata`. The engine
+(:mod:`bindkit.evaluation`) reads the metadata for subsets, pairings, instructions and the
+headline score; the report reads it for its tables. Adding a benchmark touches no other file.
+"""
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
-from typing import Any, Protocol
+import importlib
+import os
+import pkgutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import numpy as np
-
-from bindkit.embed.images import ImageRef
-from bindkit.embed.protocol import Embedder, Role
 from bindkit.errors import BindkitError
 
-#: Bump when a metric's definition changes: stored results with another version are recomputed.
-METRICS_VERSION = 1
+if TYPE_CHECKING:
+    import numpy as np
+
+    from bindkit.embed.images import ImageRef
+    from bindkit.embed.protocol import Embedder, Role
+    from bindkit.results.tables import Table
+
+ENTRY_POINT_GROUP = "bindkit.tasks"
+DATA_ENV = "BINDKIT_DATA"
 PAIRINGS = {
     "tt": ("text", "text"),
     "ti": ("text", "image"),
     "it": ("image", "text"),
     "ii": ("image", "image"),
 }
+Ties = Literal["wrong", "correct", "share"]
+
+
+@dataclass(frozen=True)
+class TaskMetadata:
+    """What a task is, declared once; the engine, the report and the CLI help read it.
+
+    Attributes:
+        name: The ``--task`` name.
+        description: One line for ``bindkit eval --help`` and the report.
+        main_score: The score the headline and the overview table show.
+        reference: Paper and code the protocol follows.
+        subsets: Subset names in report order (``("default",)`` for a single set); a task whose
+            subsets depend on the data returns them from :meth:`Task.load` instead.
+        modalities: Modalities the data holds.
+        pairings: Query→candidate pairings the task can run, e.g. ``("it", "tt")``.
+        ties: How a tie between the correct and a wrong option counts: ``wrong`` (strict ``>``),
+            ``correct`` (``>=``, an argmax that keeps the first index) or ``share`` (1/k).
+        query_instruction, document_instruction: Default instructions per side (None: the
+            model's own default); ``--query-instruction`` overrides the query side.
+        license: The data's licence.
+        published: Where the files are published (shown when they are missing).
+        data_dir: Folder name under ``$BINDKIT_DATA`` when ``--data`` is not given.
+        data_help: What ``--data`` should point to.
+        version: Bump when a metric's definition changes: stored results are then recomputed.
+        scores: Further scores shown beside the main score in the headline.
+    """
+
+    name: str
+    description: str
+    main_score: str
+    reference: str = ""
+    subsets: tuple[str, ...] = ("default",)
+    modalities: tuple[str, ...] = ("text",)
+    pairings: tuple[str, ...] = ("tt",)
+    ties: Ties = "wrong"
+    query_instruction: str | None = None
+    document_instruction: str | None = None
+    license: str = ""
+    published: str = ""
+    data_dir: str | None = None
+    data_help: str = ""
+    version: int = 1
+    scores: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.ties not in ("wrong", "correct", "share"):
+            raise ValueError(f"{self.name}: ties must be wrong, correct or share")
+        unknown = [p for p in self.pairings if p not in PAIRINGS]
+        if unknown:
+            raise ValueError(f"{self.name}: unknown pairings {unknown}")
+        if not self.subsets:
+            raise ValueError(f"{self.name}: declare at least one subset")
 
 
 @dataclass(frozen=True)
@@ -30,26 +97,59 @@ class Dataset:
     sha256: str  # hash of the data's content (or manifest)
     source: str  # where it came from: a path or "builtin:..."
     payload: Any
+    subsets: tuple[str, ...] = ("default",)
+    has_images: bool = False
 
 
-class Task(Protocol):
-    name: str
-    description: str
+@dataclass
+class EvalContext:
+    """Per-run inputs a task may use beyond the embedder and the data."""
 
-    def load(self, data: str | None) -> Dataset: ...
+    query_instruction: str | None = None  # the user's override (None: the task's default)
+    image_root: Path | None = None
+    warn: Any = None  # callable(str) for notes such as missing images
 
-    def pairings(self, dataset: Dataset, embedder: Embedder) -> list[str]: ...
+    def note(self, message: str) -> None:
+        if self.warn is not None:
+            self.warn(message)
 
+
+class Task(ABC):
+    """One benchmark: read its files, score a model on one (subset, pairing) at a time."""
+
+    metadata: ClassVar[TaskMetadata]
+
+    @abstractmethod
+    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
+        """Read the data at ``data`` (None: the task's built-in set, if it has one)."""
+
+    @abstractmethod
     def evaluate(
-        self,
-        embedder: Embedder,
-        dataset: Dataset,
-        pairing: str,
-        *,
-        query_instruction: str | None = None,
-    ) -> dict[str, Any]:
-        """Return ``{"scores": {...}, "counts": {...}}``; scores are fractions in [0, 1]."""
-        ...
+        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
+    ) -> dict[str, Any] | None:
+        """``{"scores": {...}, "counts": {...}}`` with scores as fractions in [0, 1]; None when
+        nothing could be scored (e.g. every image missing): no result file is written."""
+
+    def pairings(self, dataset: Dataset, embedder: Embedder) -> list[str]:
+        """The declared pairings that the data and the model both support."""
+        out = []
+        for pairing in self.metadata.pairings:
+            needed = set(PAIRINGS[pairing])
+            if "image" in needed and not dataset.has_images:
+                continue
+            if needed <= set(embedder.modalities):
+                out.append(pairing)
+        return out
+
+    def query_instruction(self, subset: str, ctx: EvalContext) -> str | None:
+        """The user's override, else the task's default for this subset."""
+        if ctx.query_instruction is not None:
+            return ctx.query_instruction
+        return self.metadata.query_instruction
+
+    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
+        """Task-owned report tables beyond the per-subset main-score table."""
+        return []
 
 
 def embed(
@@ -70,6 +170,10 @@ def parse_pairings(value: str | list[str] | None) -> list[str] | None:
         return None
     items = value.split(",") if isinstance(value, str) else list(value)
     items = [p.strip() for p in items if p.strip()]
+    if not items:
+        raise BindkitError(
+            "--pairings: empty; give a comma list of tt, ti, it, ii or leave it out for all"
+        )
     for p in items:
         if p not in PAIRINGS:
             raise BindkitError(
@@ -78,14 +182,71 @@ def parse_pairings(value: str | list[str] | None) -> list[str] | None:
     return items
 
 
-def get_task(name: str) -> Task:
-    from bindkit.tasks.saber import SaberTask
-    from bindkit.tasks.sts import STSTask
-    from bindkit.tasks.triplets import TripletTask
+# -- registry ------------------------------------------------------------------------------
+_REGISTRY: dict[str, type[Task]] | None = None
 
-    tasks: dict[str, Task] = {t.name: t for t in (SaberTask(), TripletTask(), STSTask())}
+
+def _scan() -> dict[str, type[Task]]:
+    import bindkit.tasks as package
+
+    found: dict[str, type[Task]] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name.startswith("_") or info.name == "base":
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Task)
+                and value.__module__ == module.__name__
+                and "metadata" in vars(value)
+                and not value.metadata.name.startswith("_")  # a shared base, not a task
+            ):
+                found[value.metadata.name] = value
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in found:
+            continue
+        value = ep.load()
+        if not (isinstance(value, type) and issubclass(value, Task)):
+            raise BindkitError(f"entry point {ep.value}: not a bindkit.tasks.base.Task subclass")
+        found[value.metadata.name] = value
+    return found
+
+
+def task_classes() -> dict[str, type[Task]]:
+    """Every task, by name: modules of ``bindkit.tasks`` and ``bindkit.tasks`` entry points."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = _scan()
+    return _REGISTRY
+
+
+def get_task(name: str) -> Task:
+    tasks = task_classes()
     if name not in tasks:
-        close = difflib.get_close_matches(name, list(tasks), n=1)
+        close = difflib.get_close_matches(name.lower(), list(tasks), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise BindkitError(f"--task {name!r}: unknown task{hint}; use one of {', '.join(tasks)}")
-    return tasks[name]
+    return tasks[name]()
+
+
+def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
+    """``--data`` if given, else ``$BINDKIT_DATA/<data_dir>``; None for a task that has a
+    built-in set. A missing path is one line naming the expected path and the publisher."""
+    where = f"; {meta.name} is published at {meta.published}" if meta.published else ""
+    if data is None and meta.data_dir is not None:
+        root = os.environ.get(DATA_ENV)
+        if not root:
+            raise BindkitError(
+                f"--task {meta.name} needs --data ({meta.data_help or 'its files'}) or "
+                f"{DATA_ENV}=ROOT holding {meta.data_dir}/{where}"
+            )
+        data = Path(root) / meta.data_dir
+    if data is None:
+        return None
+    path = Path(data)
+    if not path.exists():
+        raise BindkitError(f"--data {path}: not found; expected {meta.data_help}{where}")
+    return path

@@ -19,15 +19,27 @@ from bindkit.errors import BindkitError
 from bindkit.metrics.containment import fraction_above
 from bindkit.metrics.mcq import winner_shares
 from bindkit.metrics.retrieval import average_precision, count_at_least, relevant_scores
+from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 from bindkit.saber.io import CANDIDATE_ROLES, MCQ, Item, SaberSet, read_saber
-from bindkit.tasks.base import PAIRINGS, Dataset, embed
+from bindkit.tasks.base import PAIRINGS, Dataset, EvalContext, Task, TaskMetadata, embed
 
 
-class SaberTask:
-    name = "saber"
-    description = "SABER: 4-way MCQ, independent and nested retrieval, containment"
+class SaberTask(Task):
+    metadata = TaskMetadata(
+        name="saber",
+        description="SABER: 4-way MCQ, independent and nested retrieval, containment",
+        main_score="mcq_accuracy",
+        scores=("map_independent", "map_nested"),
+        reference="seed 000 (SABER), Tables 2 and 17-19",
+        modalities=("text", "image"),
+        pairings=("tt", "ti", "it", "ii"),
+        ties="share",
+        license="this package",
+        published="built in (`bindkit saber generate`)",
+        data_help="a directory made by `bindkit saber generate` (default: the default set)",
+    )
 
-    def load(self, data: str | None) -> Dataset:
+    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         """A SABER directory, or (no --data) the default set generated in memory (seed 0)."""
         if data is None:
             from bindkit._io import jsonl_bytes, sha256_bytes
@@ -44,28 +56,22 @@ class SaberTask:
         saber = read_saber(data)
         if not saber.mcqs:
             raise BindkitError(f"{saber_file(data)}: holds no MCQs; regenerate it")
-        name = Path(data).resolve().name or "saber"
-        return Dataset(name, sha256_file(saber_file(data)), str(Path(data)), saber)
-
-    def pairings(self, dataset: Dataset, embedder: Embedder) -> list[str]:
-        saber: SaberSet = dataset.payload
+        seen: dict[str, int] = {}
+        for number, mcq in enumerate(saber.mcqs, start=1):
+            if mcq.id in seen:
+                raise BindkitError(
+                    f"{saber_file(data)}: MCQ id {mcq.id!r} appears twice (MCQs {seen[mcq.id]} "
+                    f"and {number}); remove the duplicate line or regenerate the set"
+                )
+            seen[mcq.id] = number
         has_images = all(item.image is not None for m in saber.mcqs for item in m.items)
-        out = []
-        for pairing, (query, candidate) in PAIRINGS.items():
-            needed = {query, candidate}
-            if "image" in needed and not has_images:
-                continue
-            if needed <= set(embedder.modalities):
-                out.append(pairing)
-        return out
+        name = Path(data).resolve().name or "saber"
+        return Dataset(
+            name, sha256_file(saber_file(data)), str(Path(data)), saber, has_images=has_images
+        )
 
     def evaluate(
-        self,
-        embedder: Embedder,
-        dataset: Dataset,
-        pairing: str,
-        *,
-        query_instruction: str | None = None,
+        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any]:
         saber: SaberSet = dataset.payload
         query_modality, candidate_modality = PAIRINGS[pairing]
@@ -77,12 +83,20 @@ class SaberTask:
             query_modality,
             _inputs(saber, queries, query_modality),
             "query",
-            query_instruction,
+            self.query_instruction(subset, ctx),
         )
         g = embed(
             embedder, candidate_modality, _inputs(saber, candidates, candidate_modality), "document"
         )
         return score_saber(mcqs, q, g)
+
+    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
+        from bindkit.results.report import group_by_data
+
+        tables: list[Table] = []
+        for data_name, group in group_by_data(records):
+            tables += _saber_tables(data_name, group)
+        return tables
 
 
 def _inputs(saber: SaberSet, items: list[Item], modality: str) -> list[Any]:
@@ -174,3 +188,98 @@ def _above(pairs: list[tuple[float, float]]) -> float | None:
         return None
     other, exact = np.array(pairs).T
     return fraction_above(other, exact)
+
+
+def _saber_tables(data_name: str, records: list[dict[str, Any]]) -> list[Table]:
+    cell = {(label(r), r["pairing"]): r["scores"] for r in records}
+    pairings = [p for p in PAIRING_ORDER if any(r["pairing"] == p for r in records)]
+    models = list(dict.fromkeys(label(r) for r in records))
+    columns = ["model"]
+    for p in pairings:
+        columns += [
+            f"{PAIRING_NAMES[p]} MCQ",
+            f"{PAIRING_NAMES[p]} mAP ind.",
+            f"{PAIRING_NAMES[p]} mAP nest.",
+        ]
+    columns.append("mean MCQ")
+    rows = []
+    for model in models:
+        row = [model]
+        accs = []
+        for p in pairings:
+            s = cell.get((model, p), {})
+            row += [
+                pct(s.get("mcq_accuracy")),
+                pct(s.get("map_independent")),
+                pct(s.get("map_nested")),
+            ]
+            if isinstance(s.get("mcq_accuracy"), int | float):
+                accs.append(s["mcq_accuracy"])
+        row.append(pct(sum(accs) / len(accs)) if accs else "–")
+        rows.append(row)
+    tables = [Table(f"SABER ({data_name}): MCQ accuracy and retrieval mAP (%)", columns, rows)]
+    for p in pairings:
+        ns = sorted(
+            {
+                int(n)
+                for (m, q), s in cell.items()
+                if q == p
+                for n in as_dict(s.get("mcq_accuracy_by_n"))
+                if str(n).isdigit()
+            }
+        )
+        by_n_rows = [
+            [model]
+            + [
+                pct(as_dict(as_dict(cell.get((model, p))).get("mcq_accuracy_by_n")).get(str(n)))
+                for n in ns
+            ]
+            for model in models
+        ]
+        tables.append(
+            Table(
+                f"SABER ({data_name}) {PAIRING_NAMES[p]}: MCQ accuracy by N (%)",
+                ["model"] + [f"N={n}" for n in ns],
+                by_n_rows,
+            )
+        )
+    detail_columns = [
+        "model",
+        "pairing",
+        "independent",
+        "nested",
+        "won by attribute swap",
+        "won by object swap",
+        "won by joint swap",
+        "top-4 occupancy",
+        "subset above exact",
+        "superset above exact",
+    ]
+    detail = []
+    for model in models:
+        for p in pairings:
+            s = cell.get((model, p))
+            if s is None:
+                continue
+            wins = as_dict(s.get("mcq_wins_by_role"))
+            kinds = as_dict(s.get("mcq_accuracy_by_kind"))
+            detail.append(
+                [
+                    model,
+                    PAIRING_NAMES[p],
+                    pct(kinds.get("independent")),
+                    pct(kinds.get("nested")),
+                    pct(wins.get("attribute_swap")),
+                    pct(wins.get("object_swap")),
+                    pct(wins.get("joint_swap")),
+                    pct(s.get("top4_occupancy")),
+                    pct(s.get("containment_subset_above")),
+                    pct(s.get("containment_superset_above")),
+                ]
+            )
+    tables.append(
+        Table(
+            f"SABER ({data_name}): by kind, error analysis, containment (%)", detail_columns, detail
+        )
+    )
+    return tables

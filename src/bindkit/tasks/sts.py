@@ -7,7 +7,7 @@ and plain CSV/TSV/JSONL files with two text columns and a score column under com
 from __future__ import annotations
 
 import csv
-import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,8 @@ from bindkit._io import sha256_file
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.metrics.correlation import spearman
-from bindkit.tasks.base import Dataset
+from bindkit.tasks._files import jsonl_rows, need_file, read_text
+from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
 FIRST = ("sentence_A", "sentence1", "text_a", "text1", "s1")
 SECOND = ("sentence_B", "sentence2", "text_b", "text2", "s2")
@@ -34,61 +35,82 @@ def _pick(columns: list[str], names: tuple[str, ...], path: Path, what: str) -> 
 
 
 def read_sts(path: str | Path) -> tuple[list[str], list[str], np.ndarray]:
-    """(first texts, second texts, gold scores) from SICK, CSV, TSV or JSONL."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(f"{path}: not found; pass a SICK/CSV/TSV/JSONL file of scored pairs")
+    """(first texts, second texts, gold scores) from SICK, CSV, TSV or JSONL.
+
+    Raises:
+        DataFormatError: one line naming the file (and row) for a missing file, a non-UTF-8 or
+            binary file, a row that is not an object or lacks a column, a gold score that is not
+            a finite number, fewer than two rows, or constant gold scores (Spearman undefined).
+    """
+    path = need_file(Path(path), "a SICK/CSV/TSV/JSONL file of scored pairs")
+    records: list[Any] = []
     if path.suffix == ".jsonl":
-        records = []
-        for lineno, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DataFormatError(f"{path}:{lineno}: corrupt JSON ({exc.msg})") from exc
+        numbered = list(jsonl_rows(path))
+        records = [row for _lineno, row in numbered]
+        numbers = [lineno for lineno, _row in numbered]
     else:
-        text = path.read_text("utf-8")
-        delimiter = "\t" if "\t" in text.splitlines()[0] else ","
-        records = list(csv.DictReader(text.splitlines(), delimiter=delimiter))
+        lines = read_text(path).splitlines()
+        if not lines:
+            raise DataFormatError(f"{path}: empty file; pass a file of scored pairs with a header")
+        delimiter = "\t" if "\t" in lines[0] else ","
+        records = list(csv.DictReader(lines, delimiter=delimiter))
+        numbers = list(range(2, len(records) + 2))
     if not records:
         raise DataFormatError(f"{path}: no rows found")
+    for row, number in zip(records, numbers, strict=True):
+        if not isinstance(row, dict):
+            raise DataFormatError(f"{path}: row {number}: must be a JSON object with named fields")
     columns = list(records[0])
     a, b = _pick(columns, FIRST, path, "first-text"), _pick(columns, SECOND, path, "second-text")
     s = _pick(columns, SCORE, path, "score")
     first, second, gold = [], [], []
-    for row_number, row in enumerate(records, start=2 if path.suffix != ".jsonl" else 1):
+    for row, number in zip(records, numbers, strict=True):
+        for key in (a, b, s):
+            if row.get(key) is None:
+                raise DataFormatError(f"{path}: row {number}: no {key!r} value; fill it in")
         try:
-            gold.append(float(row[s]))
-        except (TypeError, ValueError) as exc:
+            value = float(row[s])
+        except (TypeError, ValueError):
             raise DataFormatError(
-                f"{path}: row {row_number}: score {row.get(s)!r} is not a number"
-            ) from exc
+                f"{path}: row {number}: score {row.get(s)!r} is not a number"
+            ) from None
+        if not math.isfinite(value):
+            raise DataFormatError(f"{path}: row {number}: score {row[s]!r} is not finite")
+        gold.append(value)
         first.append(str(row[a]))
         second.append(str(row[b]))
+    if len(gold) < 2:
+        raise DataFormatError(f"{path}: only one pair; Spearman needs at least two")
+    if min(gold) == max(gold):
+        raise DataFormatError(
+            f"{path}: every gold score is {gold[0]}; Spearman is undefined for constant scores"
+        )
     return first, second, np.asarray(gold)
 
 
-class STSTask:
-    name = "sts"
-    description = "Spearman of cosine similarity with gold relatedness (e.g. SICK)"
+class STSTask(Task):
+    metadata = TaskMetadata(
+        name="sts",
+        description="Spearman of cosine similarity with gold relatedness (e.g. SICK)",
+        main_score="spearman",
+        reference="SICK (Marelli et al., 2014); seed 000 uses it as a general-quality guard",
+        license="SICK: CC BY-NC-SA 3.0",
+        published="https://github.com/brmson/dataset-sts (data/sts/sick2014)",
+        data_help="a SICK/CSV/TSV/JSONL file of scored pairs",
+    )
 
-    def load(self, data: str | None) -> Dataset:
+    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         if data is None:
             raise DataFormatError("--task sts needs --data FILE (SICK, CSV, TSV or JSONL)")
-        return Dataset(Path(data).stem, sha256_file(Path(data)), str(data), read_sts(data))
-
-    def pairings(self, dataset: Dataset, embedder: Embedder) -> list[str]:
-        return ["tt"]
+        pairs = read_sts(data)
+        return Dataset(data.stem, sha256_file(data), str(data), pairs)
 
     def evaluate(
-        self,
-        embedder: Embedder,
-        dataset: Dataset,
-        pairing: str,
-        *,
-        query_instruction: str | None = None,
+        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any]:
         first, second, gold = dataset.payload
-        vectors = embedder.embed_texts(first + second, role="query", instruction=query_instruction)
+        vectors = embedder.embed_texts(
+            first + second, role="query", instruction=self.query_instruction(subset, ctx)
+        )
         cosine = np.einsum("nd,nd->n", vectors[: len(first)], vectors[len(first) :])
         return {"scores": {"spearman": spearman(cosine, gold)}, "counts": {"pairs": len(gold)}}

@@ -16,21 +16,18 @@ from bindkit._io import sha256_file
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.metrics.correlation import triplet_accuracy
-from bindkit.saber.io import iter_lines
-from bindkit.tasks.base import Dataset
+from bindkit.results.tables import Table, as_dict, label, pct
+from bindkit.tasks._files import jsonl_rows, need_file
+from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
 FIELDS = ("query", "positive", "negative")
 
 
 def read_triplets(path: str | Path) -> list[dict[str, Any]]:
     """Read and check a triplet JSONL file; errors name the file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(
-            f"{path}: not found; pass a JSONL file of query/positive/negative rows"
-        )
+    path = need_file(Path(path), "a JSONL file of query/positive/negative rows")
     rows = []
-    for lineno, row in iter_lines(path):
+    for lineno, row in jsonl_rows(path):
         where = f"{path}:{lineno}"
         if not isinstance(row, dict):
             raise DataFormatError(f"{where}: a row must be a JSON object")
@@ -43,35 +40,50 @@ def read_triplets(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-class TripletTask:
-    name = "triplets"
-    description = "triplet accuracy: cos(q, positive) > cos(q, negative)"
+class TripletTask(Task):
+    metadata = TaskMetadata(
+        name="triplets",
+        description="triplet accuracy: cos(q, positive) > cos(q, negative)",
+        main_score="triplet_accuracy",
+        reference="seed 000, Table 1 (binding triplets)",
+        ties="wrong",
+        data_help="a JSONL file of query/positive/negative rows",
+    )
 
-    def load(self, data: str | None) -> Dataset:
+    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         if data is None:
             raise DataFormatError("--task triplets needs --data FILE.jsonl")
-        return Dataset(Path(data).stem, sha256_file(Path(data)), str(data), read_triplets(data))
-
-    def pairings(self, dataset: Dataset, embedder: Embedder) -> list[str]:
-        return ["tt"]
+        rows = read_triplets(data)
+        return Dataset(data.stem, sha256_file(data), str(data), rows)
 
     def evaluate(
-        self,
-        embedder: Embedder,
-        dataset: Dataset,
-        pairing: str,
-        *,
-        query_instruction: str | None = None,
+        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any]:
         rows: list[dict[str, Any]] = dataset.payload
         q = embedder.embed_texts(
-            [r["query"] for r in rows], role="query", instruction=query_instruction
+            [r["query"] for r in rows],
+            role="query",
+            instruction=self.query_instruction(subset, ctx),
         )
         docs = embedder.embed_texts(
             [r["positive"] for r in rows] + [r["negative"] for r in rows], role="document"
         )
         p, n = docs[: len(rows)], docs[len(rows) :]
         return score_triplets(rows, np.einsum("nd,nd->n", q, p), np.einsum("nd,nd->n", q, n))
+
+    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
+        rows = []
+        for r in records:
+            for field, values in as_dict(r["scores"].get("triplet_accuracy_by")).items():
+                for value, acc in as_dict(values).items():
+                    rows.append([label(r), r["data"]["name"], field, value, pct(acc)])
+        if not rows:
+            return []
+        return [
+            Table(
+                "Triplet accuracy by field (%)", ["model", "data", "field", "value", "acc."], rows
+            )
+        ]
 
 
 def score_triplets(

@@ -122,19 +122,22 @@ def read_sentences(path: str | Path) -> list[str]:
 
 def triplet_accuracy(embedder: Any, rows: list[dict[str, Any]], name: str = "val") -> float:
     """Triplet accuracy through the evaluation library (the ``triplets`` task)."""
+    from bindkit.tasks.base import EvalContext
     from bindkit.tasks.triplets import TripletTask
 
     dataset = Dataset(name, "", name, rows)
-    result = TripletTask().evaluate(embedder, dataset, "tt")
+    result = TripletTask().evaluate(embedder, dataset, name, "tt", EvalContext())
     return float(result["scores"]["triplet_accuracy"])
 
 
 def sts_spearman(embedder: Any, path: str) -> float:
     """Spearman on an STS file through the evaluation library (the ``sts`` task)."""
+    from bindkit.tasks.base import EvalContext
     from bindkit.tasks.sts import STSTask
 
     task = STSTask()
-    result = task.evaluate(embedder, task.load(path), "tt")
+    dataset = task.load(Path(path))
+    result = task.evaluate(embedder, dataset, dataset.name, "tt", EvalContext())
     return float(result["scores"]["spearman"])
 
 

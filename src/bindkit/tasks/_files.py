@@ -1,0 +1,58 @@
+"""Strict readers shared by the task modules: every problem is one line naming file and line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bindkit.errors import DataFormatError
+
+
+def need_file(path: Path, what: str) -> Path:
+    """``path`` if it is a readable file, else a one-line error saying what it should be."""
+    if path.is_dir():
+        raise DataFormatError(f"{path}: is a directory; pass {what}")
+    if not path.is_file():
+        raise DataFormatError(f"{path}: not found; pass {what}")
+    return path
+
+
+def read_text(path: Path) -> str:
+    """UTF-8 text (a leading BOM is dropped); other encodings and binary files are errors."""
+    data = path.read_bytes()
+    if b"\x00" in data:
+        raise DataFormatError(f"{path}: binary data (NUL bytes); pass a UTF-8 text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DataFormatError(
+            f"{path}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x}); re-save the file as UTF-8"
+        ) from None
+
+
+def jsonl_rows(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed JSON)`` per non-empty line of a strict UTF-8 JSONL file."""
+    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(
+                f"{path}:{lineno}: corrupt JSON ({exc.msg} at column {exc.colno}); fix that line"
+            ) from None
+
+
+def read_json(path: Path, what: str) -> Any:
+    """One JSON document, strictly decoded."""
+    need_file(path, what)
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(
+            f"{path}: corrupt JSON ({exc.msg}, line {exc.lineno}); "
+            "replace it with the published file"
+        ) from None

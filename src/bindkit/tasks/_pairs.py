@@ -1,0 +1,113 @@
+"""Shared by Winoground, ColorSwap and BiVLC: two captions and two images per item, scored
+with the Winoground text / image / group scores (Thrush et al., CVPR 2022), strict comparisons.
+
+With s(c, i) the similarity of caption c and image i:
+
+- text: s(c0,i0) > s(c1,i0) and s(c1,i1) > s(c0,i1)
+- image: s(c0,i0) > s(c0,i1) and s(c1,i1) > s(c1,i0)
+- group: both.
+
+Images are embedded with role "query" and captions with role "document", as in SugarCrepe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bindkit.embed.images import ImageInput
+from bindkit.embed.protocol import Embedder
+from bindkit.metrics.pairwise import beats, rowdot
+
+
+@dataclass(frozen=True)
+class PairItem:
+    """One item: captions c0, c1 and images i0, i1 (paths, or PIL images decoded lazily)."""
+
+    id: str
+    caption_0: str
+    caption_1: str
+    image_0: Any
+    image_1: Any
+    tag: str = ""
+
+
+def score_pairs(
+    c0: np.ndarray, c1: np.ndarray, i0: np.ndarray, i1: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Per item text, image and group credit (0/1) from unit vectors, ties counted wrong."""
+    s00, s01 = rowdot(c0, i0), rowdot(c0, i1)
+    s10, s11 = rowdot(c1, i0), rowdot(c1, i1)
+    text = beats(s00, s10) * beats(s11, s01)
+    image = beats(s00, s01) * beats(s11, s10)
+    return {"text_score": text, "image_score": image, "group_score": text * image}
+
+
+def evaluate_pairs(
+    embedder: Embedder,
+    items: Sequence[PairItem],
+    images: tuple[Sequence[ImageInput], Sequence[ImageInput]],
+    query_instruction: str | None,
+    document_instruction: str | None,
+) -> dict[str, Any]:
+    n = len(items)
+    captions = embedder.embed_texts(
+        [x.caption_0 for x in items] + [x.caption_1 for x in items],
+        role="document",
+        instruction=document_instruction,
+    )
+    pictures = embedder.embed_images(
+        list(images[0]) + list(images[1]), role="query", instruction=query_instruction
+    )
+    per_item = score_pairs(captions[:n], captions[n:], pictures[:n], pictures[n:])
+    scores: dict[str, Any] = {k: float(v.mean()) for k, v in per_item.items()}
+    tags = sorted({x.tag for x in items if x.tag})
+    if tags:
+        index = np.array([x.tag for x in items])
+        scores["group_score_by_tag"] = {
+            t: float(per_item["group_score"][index == t].mean()) for t in tags
+        }
+    return {"scores": scores, "counts": {"items": n}}
+
+
+def read_parquet_rows(path: Any, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows of a Hugging Face parquet export (needs ``pip install 'bindkit[benchmarks]'``)."""
+    from bindkit.errors import BindkitError, DataFormatError
+
+    try:
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    except ImportError:
+        raise BindkitError(
+            f"{path}: reading parquet needs pyarrow; pip install 'bindkit[benchmarks]'"
+        ) from None
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise DataFormatError(f"{path}: not a readable parquet file ({exc})") from None
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise DataFormatError(
+            f"{path}: no column {missing[0]!r} (found {', '.join(table.column_names)}); "
+            "pass the file as published"
+        )
+    rows: list[dict[str, Any]] = table.select(list(columns)).to_pylist()
+    return rows
+
+
+def decode_image(value: Any, where: str) -> Any:
+    """A parquet image cell ({"bytes", "path"}) as a PIL image."""
+    import io
+
+    from bindkit.errors import DataFormatError
+
+    data = value.get("bytes") if isinstance(value, dict) else value
+    if not isinstance(data, bytes | bytearray):
+        raise DataFormatError(f"{where}: image cell holds no bytes; pass the file as published")
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    return image

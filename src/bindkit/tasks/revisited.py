@@ -1,0 +1,121 @@
+"""Revisited Oxford and Paris (Radenović et al., CVPR 2018; filipradenovic/revisitop): 70 query
+images, cropped to their bounding boxes, retrieve landmark photos from 4,993 / 6,322. mAP under
+the Easy, Medium and Hard protocols with junk images removed from the ranking
+(:mod:`bindkit.metrics.instance`).
+
+Files as published: ``<data>/gnd_roxford5k.pkl`` (or ``.mat``) with ``imlist``, ``qimlist`` and
+``gnd`` (per query ``bbx``, ``easy``, ``hard``, ``junk``), and ``<data>/jpg/<name>.jpg``.
+The ``.pkl`` is a Python pickle: load only files you downloaded from the publisher.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindkit._io import sha256_file
+from bindkit.embed.images import ImageRef
+from bindkit.embed.protocol import Embedder
+from bindkit.errors import DataFormatError
+from bindkit.metrics.instance import revisited_maps
+from bindkit.tasks import _images
+from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+
+PUBLISHED = "http://cmp.felk.cvut.cz/revisitop/ (gnd_*.pkl and the jpg/ folder)"
+
+
+def read_gnd(path: Path) -> dict[str, Any]:
+    """The ground-truth file as a dict with ``imlist``, ``qimlist`` and ``gnd``."""
+    if not path.is_file():
+        raise DataFormatError(f"{path}: not found; it is published at {PUBLISHED}")
+    try:
+        with path.open("rb") as handle:
+            cfg = pickle.load(handle)
+    except (pickle.UnpicklingError, EOFError, ValueError) as exc:
+        raise DataFormatError(f"{path}: not a readable pickle ({exc}); download it again") from None
+    if not isinstance(cfg, dict) or not all(k in cfg for k in ("imlist", "qimlist", "gnd")):
+        raise DataFormatError(f"{path}: needs the keys imlist, qimlist and gnd")
+    if len(cfg["gnd"]) != len(cfg["qimlist"]):
+        raise DataFormatError(f"{path}: gnd and qimlist differ in length")
+    for number, g in enumerate(cfg["gnd"]):
+        if not isinstance(g, dict) or "bbx" not in g:
+            raise DataFormatError(f"{path}: gnd[{number}] has no bbx")
+    return cfg
+
+
+class _Revisited(Task):
+    metadata = TaskMetadata(name="_revisited", description="", main_score="map_medium")
+    dataset_name = ""
+
+    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
+        assert data is not None
+        file = data / f"gnd_{self.dataset_name}.pkl" if data.is_dir() else data
+        cfg = read_gnd(file)
+        root = image_root if image_root is not None else file.parent / "jpg"
+        return Dataset(
+            self.dataset_name, sha256_file(file), str(file), (cfg, root), has_images=True
+        )
+
+    def evaluate(
+        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
+    ) -> dict[str, Any] | None:
+        cfg, root = dataset.payload
+        names = [f"{n}.jpg" for n in cfg["imlist"]]
+        qnames = [f"{n}.jpg" for n in cfg["qimlist"]]
+        where = self.metadata.name
+        mask = _images.present(names + qnames, root, where, PUBLISHED, ctx)
+        if not mask.all():
+            ctx.note(f"warning: {where}: mAP needs every image; nothing scored")
+            return None
+        queries = [_crop(root / n, g["bbx"]) for n, g in zip(qnames, cfg["gnd"], strict=True)]
+        q = embedder.embed_images(
+            queries, role="query", instruction=self.query_instruction(subset, ctx)
+        )
+        x = embedder.embed_images(
+            [ImageRef(root / n) for n in names],
+            role="document",
+            instruction=self.metadata.document_instruction,
+        )
+        gnd = [
+            {k: [int(i) for i in np.ravel(g.get(k, []))] for k in ("easy", "hard", "junk")}
+            for g in cfg["gnd"]
+        ]
+        scores = revisited_maps(q @ x.T, gnd)
+        return {"scores": scores, "counts": {"queries": len(q), "database": len(x)}}
+
+
+def _crop(path: Path, bbx: Any) -> Any:
+    """The query image cropped to its box, as revisitop's examples do (PIL ``crop``)."""
+    from bindkit.embed.images import load_image
+
+    box = tuple(float(v) for v in np.ravel(bbx)[:4])
+    return load_image(path).crop(box)
+
+
+def _meta(name: str, city: str) -> TaskMetadata:
+    return TaskMetadata(
+        name=name,
+        description=f"Revisited {city}: instance retrieval mAP, Easy/Medium/Hard, query crops",
+        main_score="map_medium",
+        scores=("map_easy", "map_hard"),
+        reference="Radenović et al., CVPR 2018; github.com/filipradenovic/revisitop",
+        modalities=("image",),
+        pairings=("ii",),
+        license="see the publisher (Flickr images)",
+        published=PUBLISHED,
+        data_dir=name,
+        data_help=f"the folder of gnd_{name}.pkl and jpg/",
+    )
+
+
+class ROxford5k(_Revisited):
+    metadata = _meta("roxford5k", "Oxford")
+    dataset_name = "roxford5k"
+
+
+class RParis6k(_Revisited):
+    metadata = _meta("rparis6k", "Paris")
+    dataset_name = "rparis6k"

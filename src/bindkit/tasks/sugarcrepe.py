@@ -1,0 +1,124 @@
+"""SugarCrepe (Hsieh et al., NeurIPS 2023; RAIVNLab/sugar-crepe ``main_eval.py``): given a COCO
+image, the positive caption must score strictly above the hard negative (a tie is wrong).
+
+Files as published: ``data/<subset>.json``, each ``{"<idx>": {"filename", "caption",
+"negative_caption"}}``. Keys are not contiguous (swap_obj has no key "108"), so items are the
+file's values in order, never ``range(n)``. The first release named the object subsets
+``*_ent.json`` (add_ent, replace_ent, swap_ent); those names are read as ``*_obj``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindkit._io import sha256_bytes
+from bindkit.embed.protocol import Embedder
+from bindkit.errors import DataFormatError
+from bindkit.metrics.pairwise import beats, rowdot
+from bindkit.tasks import _images
+from bindkit.tasks._files import read_json
+from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+
+SUBSETS = (
+    "add_obj",
+    "add_att",
+    "replace_obj",
+    "replace_att",
+    "replace_rel",
+    "swap_obj",
+    "swap_att",
+)
+FIELDS = ("filename", "caption", "negative_caption")
+COCO = "COCO val2017 images (http://images.cocodataset.org/zips/val2017.zip)"
+
+
+@dataclass(frozen=True)
+class SugarCrepeData:
+    items: dict[str, list[dict[str, str]]]
+    files: dict[str, Path]
+    image_root: Path | None
+
+
+def subset_file(directory: Path, subset: str) -> Path:
+    """``<subset>.json``, or the first release's ``*_ent.json`` name for object subsets."""
+    path = directory / f"{subset}.json"
+    old = directory / f"{subset.replace('_obj', '_ent')}.json"
+    return old if not path.exists() and old.is_file() else path
+
+
+def read_sugarcrepe(directory: Path) -> tuple[dict[str, list[dict[str, str]]], dict[str, Path]]:
+    items: dict[str, list[dict[str, str]]] = {}
+    files: dict[str, Path] = {}
+    for subset in SUBSETS:
+        path = subset_file(directory, subset)
+        raw = read_json(path, f"the published SugarCrepe file {subset}.json")
+        if not isinstance(raw, dict) or not raw:
+            raise DataFormatError(f"{path}: expected an object of items keyed by index")
+        rows = list(raw.values())  # iterate values: the keys have gaps
+        for key, row in raw.items():
+            for field in FIELDS:
+                if not isinstance(row, dict) or not isinstance(row.get(field), str):
+                    raise DataFormatError(f"{path}: item {key!r}: field {field!r} must be a string")
+        items[subset], files[subset] = rows, path
+    return items, files
+
+
+class SugarCrepe(Task):
+    metadata = TaskMetadata(
+        name="sugarcrepe",
+        description="SugarCrepe: image→text, positive caption above the hard negative",
+        main_score="accuracy",
+        reference="Hsieh et al., NeurIPS 2023; github.com/RAIVNLab/sugar-crepe main_eval.py",
+        subsets=SUBSETS,
+        modalities=("text", "image"),
+        pairings=("it",),
+        ties="wrong",
+        license="MIT (annotations); COCO images: CC BY 4.0 / Flickr terms",
+        published="https://github.com/RAIVNLab/sugar-crepe (data/*.json)",
+        data_dir="sugarcrepe",
+        data_help="the folder of add_att.json ... swap_obj.json",
+    )
+
+    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
+        assert data is not None
+        if not data.is_dir():
+            raise DataFormatError(f"{data}: not a folder; pass {self.metadata.data_help}")
+        items, files = read_sugarcrepe(data)
+        digest = sha256_bytes(b"".join(files[s].read_bytes() for s in SUBSETS))
+        payload = SugarCrepeData(items, files, _images.image_root(data, image_root))
+        return Dataset(data.name, digest, str(data), payload, SUBSETS, has_images=True)
+
+    def evaluate(
+        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
+    ) -> dict[str, Any] | None:
+        data: SugarCrepeData = dataset.payload
+        rows = data.items[subset]
+        names = [r["filename"] for r in rows]
+        mask = _images.present(names, data.image_root, f"sugarcrepe {subset}", COCO, ctx)
+        counts = {"items": len(rows), "missing_images": int((~mask).sum())}
+        rows = [r for r, ok in zip(rows, mask, strict=True) if ok]
+        if not rows:
+            return None
+        assert data.image_root is not None
+        images = embedder.embed_images(
+            _images.refs([r["filename"] for r in rows], data.image_root),
+            role="query",
+            instruction=self.query_instruction(subset, ctx),
+        )
+        texts = embedder.embed_texts(
+            [r["caption"] for r in rows] + [r["negative_caption"] for r in rows],
+            role="document",
+            instruction=self.metadata.document_instruction,
+        )
+        correct = score_sugarcrepe(images, texts[: len(rows)], texts[len(rows) :])
+        counts["scored"] = len(rows)
+        return {"scores": {"accuracy": float(correct.mean())}, "counts": counts}
+
+
+def score_sugarcrepe(images: np.ndarray, positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """Per item: s(image, positive) > s(image, negative), strictly."""
+    return beats(rowdot(images, positive), rowdot(images, negative), "wrong")

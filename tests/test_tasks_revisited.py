@@ -1,0 +1,146 @@
+"""Revisited Oxford/Paris mAP against a literal port of revisitop's compute_map, and the task on
+a small fixture in the published layout (gnd_*.pkl + jpg/)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _fakes import TableEmbedder
+from bindkit.evaluation import evaluate
+from bindkit.metrics.instance import mean_ap, query_ap, revisited_maps, trapezoid_ap
+
+
+def _reference_map(ranks: np.ndarray, gnd: list[dict[str, np.ndarray]]) -> float:
+    """revisitop python/evaluate.py compute_map, loop for loop (ranks: database × queries)."""
+    total, empty = 0.0, 0
+    for i in range(len(gnd)):
+        qgnd = gnd[i]["ok"]
+        if qgnd.shape[0] == 0:
+            empty += 1
+            continue
+        qgndj = gnd[i]["junk"]
+        pos = np.arange(ranks.shape[0])[np.isin(ranks[:, i], qgnd)]
+        junk = np.arange(ranks.shape[0])[np.isin(ranks[:, i], qgndj)]
+        k = ij = 0
+        if len(junk):
+            ip = 0
+            while ip < len(pos):
+                while ij < len(junk) and pos[ip] > junk[ij]:
+                    k += 1
+                    ij += 1
+                pos[ip] = pos[ip] - k
+                ip += 1
+        ap = 0.0
+        for j in range(len(pos)):
+            rank = pos[j]
+            p0 = 1.0 if rank == 0 else j / rank
+            p1 = (j + 1) / (rank + 1)
+            ap += (p0 + p1) / len(qgnd) / 2
+        total += ap
+    return total / (len(gnd) - empty)
+
+
+def test_hand_computed_ap() -> None:
+    # positives at ranks 0 and 2 of 2 positives: (1 + 1)/2/2 + (1/2 + 2/3)/2/2
+    assert trapezoid_ap(np.array([0, 2]), 2) == pytest.approx(0.5 + 7 / 24)
+    # a junk image ranked above the second positive moves it from rank 2 to rank 1: AP 1
+    assert query_ap(np.array([5, 9, 7]), positives=[5, 7], junk=[9]) == 1.0
+    assert np.isnan(query_ap(np.array([1, 2]), positives=[]))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mean_ap_equals_the_revisitop_loop(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    nq, nd = 6, 60
+    sim = rng.standard_normal((nq, nd))
+    positives, junk, gnd = [], [], []
+    for q in range(nq):
+        perm = rng.permutation(nd)
+        ok = perm[: rng.integers(0, 8)] if q else perm[:0]  # query 0 has no positives
+        bad = perm[10 : 10 + rng.integers(0, 10)]
+        positives.append(ok.tolist())
+        junk.append(bad.tolist())
+        gnd.append({"ok": ok, "junk": bad})
+    ranks = np.argsort(-sim, axis=1, kind="stable").T
+    ours, aps = mean_ap(sim, positives, junk)
+    assert np.isnan(aps[0])
+    assert ours == pytest.approx(_reference_map(ranks, gnd), abs=1e-12)
+
+
+def test_settings_pick_positive_and_junk_lists() -> None:
+    sim = np.array([[0.9, 0.8, 0.7, 0.6]])
+    gnd = [{"easy": [2], "hard": [0], "junk": [1]}]
+    maps = revisited_maps(sim, gnd)
+    # easy: ok [2], junk [1, 0] -> rank 0 -> 1; medium: ok [2, 0], junk [1] -> ranks 0, 1 -> 1
+    # hard: ok [0], junk [1, 2] -> rank 0 -> 1; now move the hard image down
+    assert maps == {"map_easy": 1.0, "map_medium": 1.0, "map_hard": 1.0}
+    sim = np.array([[0.1, 0.8, 0.7, 0.6]])
+    maps = revisited_maps(sim, gnd)
+    assert maps["map_easy"] == 1.0
+    assert maps["map_hard"] == pytest.approx(trapezoid_ap(np.array([1]), 1))  # item 3 above it
+
+
+def test_roxford_task_on_a_fixture(tmp_path: Path) -> None:
+    pil = pytest.importorskip("PIL.Image")
+    root = tmp_path / "roxford5k"
+    (root / "jpg").mkdir(parents=True)
+    colours = {"b": (0, 0, 255), "a": (255, 0, 0), "c": (0, 255, 0)}
+    for name, colour in colours.items():
+        pil.new("RGB", (8, 8), colour).save(root / "jpg" / f"{name}.jpg", format="PNG")
+    query = pil.new("RGB", (8, 8), (0, 0, 255))
+    query.paste((255, 0, 0), (6, 0, 8, 8))  # the landmark: the red right quarter
+    query.save(root / "jpg" / "q0.jpg", format="PNG")
+    gnd = [{"bbx": [6, 0, 8, 8], "easy": [1], "hard": [2], "junk": []}]
+    with (root / "gnd_roxford5k.pkl").open("wb") as handle:
+        pickle.dump({"imlist": ["b", "a", "c"], "qimlist": ["q0"], "gnd": gnd}, handle)
+    (record,) = evaluate(
+        [ColourEmbedder()],
+        task="roxford5k",
+        data=root,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+    )
+    assert record["pairing"] == "ii" and record["counts"] == {"queries": 1, "database": 3}
+    # uncropped, the query is mostly blue and b ranks first (AP 0.25); cropped it is red
+    assert record["scores"]["map_easy"] == 1.0
+    # hard: c is below b; a (easy) is junk there and is removed from the ranking
+    assert record["scores"]["map_hard"] == pytest.approx(trapezoid_ap(np.array([1]), 1))
+
+
+def test_missing_revisited_files_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bindkit.errors import DataFormatError
+
+    with pytest.raises(DataFormatError, match=r"gnd_rparis6k\.pkl: not found; it is published at"):
+        evaluate(
+            [ColourEmbedder()], task="rparis6k", data=tmp_path, out=tmp_path / "r", verbose=False
+        )
+    with (tmp_path / "gnd_rparis6k.pkl").open("wb") as handle:
+        pickle.dump({"imlist": ["x"], "qimlist": ["q"], "gnd": [{"bbx": [0, 0, 1, 1]}]}, handle)
+    assert (
+        evaluate(
+            [ColourEmbedder()], task="rparis6k", data=tmp_path, out=tmp_path / "r", verbose=False
+        )
+        == []
+    )
+    assert "rparis6k: 2 of 2 images missing" in capsys.readouterr().err
+
+
+class ColourEmbedder(TableEmbedder):
+    """Images → their mean colour (so a crop that drops the dark corner matches red best)."""
+
+    def embed_images(self, images, *, role="query", instruction=None):  # type: ignore[no-untyped-def]
+        from bindkit.embed.images import load_image
+
+        out = []
+        for image in images:
+            pil = image if hasattr(image, "getpixel") else load_image(image)
+            v = np.asarray(pil.convert("RGB"), np.float32).reshape(-1, 3).mean(axis=0) + 1.0
+            out.append(v / np.linalg.norm(v))
+        return np.stack(out)
