@@ -62,7 +62,7 @@ def test_tiny_demo_end_to_end(tmp_path: Path) -> None:
             sts=str(sts),
             examples=300,
             max_triplets=32,
-            saber_per_n=1,
+            saber_per_n=2,
             plain=False,
             progress=False,
         )
