@@ -227,9 +227,9 @@ class MLLMEmbedder(TorchEmbedder):
                 "chat_template.jinja or chat_template.json); add one"
             )
         if adapter:
-            from peft import PeftModel
+            from bindkit.train.lora import attach_adapter
 
-            model = PeftModel.from_pretrained(model, adapter)
+            model = attach_adapter(model, adapter)
         self.model = model.to(self.device).eval()
         self.config = model.config
         last_bounds = (min_pixels, max_pixels)

@@ -72,8 +72,10 @@ class SentenceTransformerEmbedder(TorchEmbedder):
             ) from exc
         self.model.eval()
         self.device = str(self.model.device)
-        if adapter:
-            self.model.load_adapter(adapter)
+        if adapter:  # peft directly: transformers' load_adapter demands peft >= 0.22
+            from bindkit.train.lora import attach_adapter
+
+            self.model[0].auto_model = attach_adapter(self.model[0].auto_model, adapter)
         if max_length:
             self.model.max_seq_length = int(max_length)
         self.adapter = adapter

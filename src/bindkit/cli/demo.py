@@ -1,0 +1,56 @@
+"""``bindkit demo finetune``: a thin wrapper over :mod:`bindkit.demo.finetune`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(commands: Any) -> None:
+    demo = commands.add_parser("demo", help="one-command demonstrations")
+    kinds = demo.add_subparsers(title="demos", metavar="DEMO")
+    finetune = kinds.add_parser(
+        "finetune",
+        help="train all-MiniLM-L6-v2 for binding on the CPU and compare before/after",
+        description="Template triplets (NoOverlap with SABER) → LoRA on all-MiniLM-L6-v2, with "
+        "and without preservation, raw and LiNeS → OUT/report.md, OUT/adapter-lines, "
+        "OUT/adapter-raw.",
+    )
+    finetune.add_argument("--out", required=True, help="output directory")
+    finetune.add_argument("--sts", default=None, help="STS file to report (e.g. SICK_trial.txt)")
+    finetune.add_argument(
+        "--examples", type=int, default=24000, help="template examples to generate"
+    )
+    finetune.add_argument(
+        "--max-triplets", type=int, default=None, help="cap the training triplets"
+    )
+    finetune.add_argument(
+        "--saber-per-n", type=int, default=None, help="smaller SABER for quick runs"
+    )
+    finetune.add_argument("--preserve-weight", type=float, default=1.0, help="distillation weight")
+    finetune.add_argument(
+        "--no-plain", dest="plain", action="store_false", help="skip the plain run"
+    )
+    finetune.add_argument("--seed", type=int, default=0, help="seed of data and training")
+    finetune.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    finetune.set_defaults(handler=_finetune)
+    demo.set_defaults(handler=lambda args: (demo.print_help(), 2)[1])
+
+
+def _finetune(args: argparse.Namespace) -> int:
+    from bindkit.demo.finetune import DemoOptions, run_demo
+
+    options = DemoOptions(
+        out=args.out,
+        sts=args.sts,
+        examples=args.examples,
+        max_triplets=args.max_triplets,
+        saber_per_n=args.saber_per_n,
+        preserve_weight=args.preserve_weight,
+        plain=args.plain,
+        seed=args.seed,
+        progress=not args.quiet,
+    )
+    summary = run_demo(options)
+    print((__import__("pathlib").Path(args.out) / "report.md").read_text())
+    return 0 if summary["table"] else 1

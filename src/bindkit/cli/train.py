@@ -1,0 +1,80 @@
+"""``bindkit train triplets`` and ``bindkit lines``: thin wrappers over :mod:`bindkit.train`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+from typing import Any
+
+
+def register(commands: Any) -> None:
+    from bindkit.train.config import add_arguments
+
+    train = commands.add_parser(
+        "train",
+        help="finetune an embedder for binding (LoRA on triplets, LiNeS)",
+        description="Finetune a model so it binds attributes to objects.",
+    )
+    kinds = train.add_subparsers(title="training data", metavar="KIND")
+    triplets = kinds.add_parser(
+        "triplets",
+        help="LoRA finetuning on query/positive/negative triplets (hinge loss over cosine)",
+        description="LoRA (peft) on the attention projections of every text layer; hinge "
+        "triplet loss over cosine; AdamW at a constant lr; one epoch. Writes OUT/adapter-raw, "
+        "OUT/adapter-lines (LiNeS), OUT/model_card.md and OUT/train.json; a rerun with the same "
+        "options resumes from OUT/checkpoint.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_arguments(triplets)
+    triplets.set_defaults(handler=_triplets)
+    # The cluster-InfoNCE command lives in its own module; it joins this group when present.
+    if importlib.util.find_spec("bindkit.cli._train_clusters") is not None:
+        clusters = importlib.import_module("bindkit.cli._train_clusters")
+        if hasattr(clusters, "register"):
+            clusters.register(kinds)
+    train.set_defaults(handler=lambda args: _usage(train))
+
+    lines = commands.add_parser(
+        "lines",
+        help="rescale a LoRA adapter layer by layer (LiNeS)",
+        description="Write a copy of a peft LoRA adapter whose layer-l update is scaled by "
+        "alpha + beta * l / (L - 1) (LiNeS; beta defaults to 1 - alpha).",
+    )
+    lines.add_argument("adapter", help="peft adapter directory")
+    lines.add_argument("--alpha", type=float, required=True, help="LiNeS alpha in [0, 1]")
+    lines.add_argument("--beta", type=float, default=None, help="LiNeS beta (default 1 - alpha)")
+    lines.add_argument(
+        "--num-layers", type=int, default=None, help="model depth L (default: from the adapter)"
+    )
+    lines.add_argument("--out", required=True, help="directory of the new adapter")
+    lines.set_defaults(handler=_lines)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _triplets(args: argparse.Namespace) -> int:
+    from bindkit.train.config import from_args
+    from bindkit.train.trainer import train_triplets
+
+    record = train_triplets(from_args(args))
+    scores = record["scores"]
+    for name, values in scores.items():
+        shown = ", ".join(f"{k} {100 * v:.2f}" for k, v in values.items())
+        print(f"{name}: {shown or '(no --val / --sts given)'}")
+    print(f"adapters and model card: {args.out}")
+    return 0
+
+
+def _lines(args: argparse.Namespace) -> int:
+    from bindkit.train.lines import apply_lines
+
+    record = apply_lines(
+        args.adapter, args.out, alpha=args.alpha, beta=args.beta, num_layers=args.num_layers
+    )
+    print(json.dumps({k: v for k, v in record.items() if k != "source"}))
+    return 0

@@ -1,0 +1,1 @@
+"""One-command demonstrations (``bindkit demo ...``)."""

@@ -1,0 +1,121 @@
+"""LiNeS (Wang et al., ICLR 2025): scale each layer's update by λ(ℓ) = α + β·ℓ/(L−1), post hoc.
+
+Shallow layers keep little of the finetuned update (general features), the last layer keeps it
+all when β = 1 − α (single-task editing). For a LoRA update ΔW = B·A·s, scaling B by λ(ℓ) scales
+ΔW by λ(ℓ), so a LiNeS adapter is an ordinary peft adapter.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from bindkit._io import atomic_write_text
+from bindkit.errors import BindkitError
+from bindkit.train.lora import layer_index
+
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+
+
+def lines_factors(num_layers: int, alpha: float, beta: float | None = None) -> list[float]:
+    """λ(ℓ) = α + β·ℓ/(L−1) for ℓ = 0 … L−1; β defaults to 1 − α.
+
+    Example:
+        >>> lines_factors(3, 0.2)
+        [0.2, 0.6, 1.0]
+    """
+    if num_layers < 1:
+        raise BindkitError(f"LiNeS: num_layers={num_layers}; the model needs at least one layer")
+    if not 0.0 <= alpha <= 1.0:
+        raise BindkitError(f"--alpha {alpha}: give a value in [0, 1]")
+    beta = 1.0 - alpha if beta is None else beta
+    if num_layers == 1:
+        return [alpha + beta]
+    return [alpha + beta * layer / (num_layers - 1) for layer in range(num_layers)]
+
+
+def factor_for(name: str, factors: list[float], alpha: float) -> float:
+    """The factor of one parameter: its layer's λ, or α outside the layers (as in LiNeS)."""
+    layer = layer_index(name)
+    return alpha if layer is None else factors[layer]
+
+
+def num_layers_of(names: list[str]) -> int:
+    layers = {i for i in map(layer_index, names) if i is not None}
+    if not layers:
+        raise BindkitError("LiNeS: the adapter has no per-layer weights (…layer(s).N.…)")
+    return max(layers) + 1
+
+
+def apply_lines(
+    adapter: str | Path,
+    out: str | Path,
+    *,
+    alpha: float,
+    beta: float | None = None,
+    num_layers: int | None = None,
+) -> dict[str, Any]:
+    """Write a copy of a peft LoRA adapter whose layer-ℓ update is scaled by λ(ℓ).
+
+    Args:
+        adapter: A peft adapter directory (``adapter_config.json`` + ``adapter_model.safetensors``).
+        out: The new adapter directory (created; other files are copied).
+        alpha, beta: LiNeS coefficients; β defaults to 1 − α.
+        num_layers: L, the depth of the model; default: highest layer index in the adapter + 1.
+
+    Returns:
+        The LiNeS record (α, β, L, factors) also written to ``OUT/lines.json``.
+    """
+    from safetensors.torch import load_file, save_file
+
+    adapter, out = Path(adapter), Path(out)
+    weights = adapter / ADAPTER_WEIGHTS
+    if not (adapter / "adapter_config.json").is_file() or not weights.is_file():
+        raise BindkitError(
+            f"{adapter}: not a peft adapter directory (needs adapter_config.json and "
+            f"{ADAPTER_WEIGHTS})"
+        )
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    if config.get("peft_type") != "LORA":
+        raise BindkitError(
+            f"{adapter}: LiNeS scales LoRA adapters; this one is {config.get('peft_type')}"
+        )
+    tensors = load_file(str(weights))
+    depth = num_layers or num_layers_of(list(tensors))
+    factors = lines_factors(depth, alpha, beta)
+    scaled = {
+        name: tensor * factor_for(name, factors, alpha) if ".lora_B." in name else tensor
+        for name, tensor in tensors.items()
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    for item in adapter.iterdir():
+        if item.is_file() and item.name not in (ADAPTER_WEIGHTS, "lines.json"):
+            shutil.copy2(item, out / item.name)
+    tmp = out / f".{ADAPTER_WEIGHTS}.tmp"
+    save_file({k: v.contiguous() for k, v in scaled.items()}, str(tmp), metadata={"format": "pt"})
+    tmp.replace(out / ADAPTER_WEIGHTS)
+    record = {
+        "alpha": alpha,
+        "beta": 1.0 - alpha if beta is None else beta,
+        "num_layers": depth,
+        "factors": factors,
+        "source": str(adapter),
+    }
+    atomic_write_text(out / "lines.json", json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def scale_live(model: Any, factors: list[float] | None, alpha: float = 1.0) -> None:
+    """Scale the LoRA layers of a live model by LiNeS factors (None restores the raw update).
+
+    Used by the α sweep: it changes peft's per-layer ``scaling`` instead of the weights.
+    """
+    from bindkit.train.lora import lora_layers
+
+    for name, layer in lora_layers(model):
+        for key in layer.scaling:
+            base = layer.lora_alpha[key] / layer.r[key]
+            factor = 1.0 if factors is None else factor_for(name, factors, alpha)
+            layer.scaling[key] = base * factor
