@@ -34,6 +34,10 @@ def register(commands: Any) -> None:
     att.add_argument("--out", type=Path, default=Path("attention"), help="output directory")
     att.set_defaults(handler=_attention)
 
+    from bindkit.cli._modality_gap import add_parser as add_modality_gap
+
+    add_modality_gap(sub)
+
 
 def _attention(args: argparse.Namespace) -> int:
     from bindkit.analysis.attention import analyze_attention

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 from typing import Any
 
@@ -29,11 +27,9 @@ def register(commands: Any) -> None:
     )
     add_arguments(triplets)
     triplets.set_defaults(handler=_triplets)
-    # The cluster-InfoNCE command lives in its own module; it joins this group when present.
-    if importlib.util.find_spec("bindkit.cli._train_clusters") is not None:
-        clusters = importlib.import_module("bindkit.cli._train_clusters")
-        if hasattr(clusters, "register"):
-            clusters.register(kinds)
+    from bindkit.cli._train_clusters import add_parser as add_clusters
+
+    add_clusters(kinds)  # cluster InfoNCE on mined clusters (`bindkit train clusters`)
     train.set_defaults(handler=lambda args: _usage(train))
 
     lines = commands.add_parser(
