@@ -158,7 +158,9 @@ class EmbeddingCache:
                     (model,),
                 ).fetchall()
             counts = Counter({int(size): int(n) for size, n in rows})
-            self._dims[model] = counts.most_common(1)[0][0] if counts else None
+            if not counts:
+                return None  # not remembered: another connection (the batch writer) may add rows
+            self._dims[model] = counts.most_common(1)[0][0]
         return self._dims[model]
 
     def get_many(self, model: str, prompt: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
