@@ -307,7 +307,6 @@ def test_saber_generate_killed_while_writing_can_be_rerun(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="fixed on another branch; lead enables at merge")
 def test_eval_killed_mid_embedding_keeps_the_finished_batches(tmp_path: Path) -> None:
     """The cache commits per batch: a kill inside one embedding call keeps what was done."""
     saber = tmp_path / "saber"
