@@ -66,6 +66,14 @@ def test_train_clusters_writes_a_trained_lora_adapter(tmp_path: Path) -> None:
     b_weights = [v for k, v in state.items() if "lora_B" in k]
     assert len(b_weights) == 6 * 4  # 6 layers x query/key/value/output.dense
     assert all(np.abs(v).max() > 0 for v in b_weights)  # B starts at zero: it was trained
+    # the adapter loads back through the embedder spec and changes vectors and fingerprint
+    from bindkit.embed import load_embedder
+
+    tuned = load_embedder(f"st:default+adapter={out}", cache=False, progress=False)
+    base = load_embedder("st:default", cache=False, progress=False)
+    assert tuned.fingerprint != base.fingerprint
+    text = ["a red cube and a blue kite"]
+    assert not np.allclose(tuned.embed_texts(text), base.embed_texts(text), atol=1e-6)
 
 
 def test_train_clusters_parser_builds_the_config(

@@ -21,10 +21,9 @@ from typing import Any
 
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.mining.data import IMAGE_SUFFIXES
+from bindkit.train.lora import add_lora, save_adapter
 
 # Text attention projections only (never the vision tower): Qwen-VL names, then BERT names.
-QWEN_TARGETS = r"^(?!.*visual).*\.layers\.\d+\.self_attn\.(q|k|v|o)_proj$"
-BERT_TARGETS = r".*attention\.(self\.(query|key|value)|output\.dense)$"
 
 
 @dataclass(frozen=True)
@@ -139,53 +138,6 @@ def encode_items(embedder: Any, items: Sequence[Item], role: str) -> Any:
     return stacked[inverse.to(stacked.device)]
 
 
-def _hf_model(module: Any) -> Any:
-    """The transformers model inside an embedder's module (where LoRA adapters attach)."""
-    if hasattr(module, "add_adapter") and hasattr(module, "config"):
-        return module
-    first = module[0] if hasattr(module, "__getitem__") else None
-    inner = getattr(first, "auto_model", None)
-    if inner is None:
-        raise BindkitError("train clusters: this model has no transformers module to adapt")
-    return inner
-
-
-def add_lora(module: Any, rank: int, dropout: float) -> Any:
-    """Inject a LoRA adapter on the text attention projections; freeze everything else."""
-    from peft import LoraConfig, inject_adapter_in_model
-
-    hf = _hf_model(module)
-    names = [n for n, _ in hf.named_modules()]
-    target = QWEN_TARGETS if any(n.endswith("self_attn.q_proj") for n in names) else BERT_TARGETS
-    config = LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=dropout, target_modules=target)
-    inject_adapter_in_model(config, hf)
-    hf._bindkit_lora_config = config
-    trainable = []
-    for name, parameter in module.named_parameters():
-        parameter.requires_grad = "lora_" in name
-        if parameter.requires_grad:
-            trainable.append(parameter)
-    if not trainable:
-        raise BindkitError("train clusters: LoRA matched no attention projections in this model")
-    return hf
-
-
-def save_adapter(hf: Any, out: Path) -> None:
-    """Write ``adapter_config.json`` and ``adapter_model.safetensors`` (peft's file layout)."""
-    from peft import get_peft_model_state_dict
-    from safetensors.torch import save as save_tensors
-
-    from bindkit._io import atomic_write_bytes, atomic_write_text
-
-    config = hf._bindkit_lora_config
-    config.base_model_name_or_path = getattr(hf.config, "_name_or_path", None)
-    state = {k: v.detach().cpu().contiguous() for k, v in get_peft_model_state_dict(hf).items()}
-    atomic_write_bytes(out / "adapter_model.safetensors", save_tensors(state))
-    atomic_write_text(
-        out / "adapter_config.json", json.dumps(config.to_dict(), indent=2, default=str)
-    )
-
-
 def train_clusters(
     model: str,
     clusters: str | Path,
@@ -224,7 +176,14 @@ def train_clusters(
     if not all(hasattr(embedder, a) for a in ("collate", "forward", "module")):
         raise BindkitError(f"--model {model}: this backend has no differentiable path to train")
     module = embedder.module
-    hf = add_lora(module, config.lora_rank, config.lora_dropout)
+    # the same LoRA placement and peft file layout as `bindkit train triplets`
+    hf = add_lora(
+        module,
+        rank=config.lora_rank,
+        alpha=2.0 * config.lora_rank,
+        dropout=config.lora_dropout,
+        seed=config.seed,
+    )
     module.train()
     params = [p for p in module.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
