@@ -251,3 +251,20 @@ def test_splits_are_the_same_whatever_the_hash_seed(plain: Path, tmp_path: Path)
         subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
         written.append({p: p.read_bytes() for p in sorted(out.rglob("*.json*"))})
     assert written[0] == written[1] and len(written[0]) > 20
+
+
+def test_eval_refuses_a_split_file_from_a_mixed_or_stale_set(
+    plain: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bindkit.cli import main
+
+    out = shutil.copytree(plain, tmp_path / "run")
+    argv = ["eval", "-q", "--no-report", "--model", "bow", "--task", "triplets"]
+    argv += ["--out", str(tmp_path / "r"), "--data", str(out / "test.jsonl")]
+    assert main(argv) == 0
+    train = out / "train.jsonl"
+    train.write_bytes(train.read_bytes()[:-200])  # a kill mid-split left another train file
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "train.jsonl: not the file" in err and len(err.splitlines()) == 1

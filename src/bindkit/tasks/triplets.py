@@ -54,6 +54,11 @@ class TripletTask(Task):
         if data is None:
             raise DataFormatError("--task triplets needs --data FILE.jsonl")
         rows = read_triplets(data)
+        if (data.parent / "examples.jsonl").is_file():
+            # a split file of a synth run: score it only if its split set is whole and current
+            from bindkit.synth.splits import verify_splits
+
+            verify_splits(data.parent)
         return Dataset(data.stem, sha256_file(data), str(data), rows)
 
     def evaluate(
