@@ -21,15 +21,16 @@ from bindkit.embed.protocol import Modality, Role
 class TorchEmbedder(BaseEmbedder):
     """A :class:`BaseEmbedder` whose batches go through :meth:`collate` and :meth:`forward`.
 
-    Subclasses set ``self.device`` and implement both steps plus :attr:`module`.
+    Subclasses set ``self.model`` and ``self.device`` and implement both steps.
     """
 
     device: str
+    model: Any
 
     @property
-    @abstractmethod
     def module(self) -> Any:
         """The ``torch.nn.Module`` holding the weights (LoRA adapters are injected here)."""
+        return self.model
 
     @abstractmethod
     def collate(

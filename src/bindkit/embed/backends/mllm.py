@@ -370,10 +370,6 @@ class MLLMEmbedder(TorchEmbedder):
         )
 
     # -- encoding ---------------------------------------------------------------------------
-    @property
-    def module(self) -> Any:
-        return self.model
-
     def prepare_image(self, image: Any) -> Any:
         """The family's resizes before the image processor (square squash, smart_resize)."""
         from PIL import Image

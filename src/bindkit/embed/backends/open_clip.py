@@ -185,10 +185,6 @@ class OpenClipEmbedder(TorchEmbedder):
     def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:
         return modality
 
-    @property
-    def module(self) -> Any:
-        return self.model
-
     def collate(
         self,
         inputs: Sequence[Any],

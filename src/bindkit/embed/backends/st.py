@@ -104,10 +104,6 @@ class SentenceTransformerEmbedder(TorchEmbedder):
     def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:
         return f"prompt={self._prompt(role, instruction)!r}"
 
-    @property
-    def module(self) -> Any:
-        return self.model
-
     def collate(
         self,
         inputs: Sequence[Any],
