@@ -201,6 +201,18 @@ def train(
     )
 
     config.check()
+    try:
+        model_config = TinyClipConfig(
+            vocabulary=tuple(vocabulary_words()),
+            image_size=config.image_size,
+            widths=config.widths,
+            width=config.width,
+            layers=config.layers,
+            heads=config.heads,
+            embed_dim=config.embed_dim,
+        )
+    except ValueError as exc:
+        raise BindkitError(f"architecture options: {exc}") from exc
     torch.set_num_threads(config.threads)
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(config.seed)
@@ -209,15 +221,6 @@ def train(
         scenes = render_scenes(config, progress)
     rendered = time.perf_counter() - started
 
-    model_config = TinyClipConfig(
-        vocabulary=tuple(vocabulary_words()),
-        image_size=config.image_size,
-        widths=config.widths,
-        width=config.width,
-        layers=config.layers,
-        heads=config.heads,
-        embed_dim=config.embed_dim,
-    )
     model = TinyClip(model_config)
     tokenizer = Tokenizer(model_config)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "position" not in n]

@@ -323,4 +323,6 @@ def test_training_options_are_validated(capsys: pytest.CaptureFixture[str], tmp_
     assert "--steps 0: must be at least 1" in capsys.readouterr().err
     assert train.main([*TINY, "--generation-share", "2", "--out", str(tmp_path / "x")]) == 2
     assert "--generation-share 2.0: at most 1" in capsys.readouterr().err
+    assert train.main([*TINY, "--image-size", "40", "--out", str(tmp_path / "x")]) == 2
+    assert "architecture options: image_size 40 must be a multiple" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
