@@ -453,7 +453,7 @@ def _parser() -> argparse.ArgumentParser:
         flag = "--" + f.name.replace("_", "-")
         default = f.default
         if f.name == "widths":
-            parser.add_argument(flag, type=int, nargs=3, default=list(default))  # type: ignore[arg-type]
+            parser.add_argument(flag, type=int, nargs=3, default=list(default))
         else:
             parser.add_argument(flag, type=type(default), default=default)
     return parser
