@@ -123,8 +123,8 @@ class AROData:
     order: dict[str, list[tuple[str, list[str]]]]  # subset -> (image, captions) per item
     folder: Path
     image_root: Path | None  # --image-root, if given
+    # caption options by (subset, seed), built once and shared by every model
     options: dict[tuple[str, int], list[tuple[str, ...]]] = field(default_factory=dict)
-    """Built caption options by (subset, seed): built once, shared by every model."""
 
 
 class ARO(Task):
