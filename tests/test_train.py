@@ -171,6 +171,23 @@ def test_auxiliary_losses_are_added(tiny_qwen2_vl: Path, triplets: Path, tmp_pat
     assert record["optimizer_steps"] == 2
 
 
+@pytest.mark.parametrize("dropout", [True, False])
+def test_model_dropout_sets_the_training_mode(
+    tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, dropout: bool
+) -> None:
+    modes: list[bool] = []
+
+    def spy(step: Any) -> Any:
+        modes.append(step.embedder.module.training)
+        return step.embeddings["query"].sum() * 0
+
+    train_triplets(
+        config(tiny_qwen2_vl, triplets, tmp_path / "r", max_steps=2, model_dropout=dropout),
+        auxiliary_losses=[spy],
+    )
+    assert modes == [dropout, dropout]
+
+
 def test_lines_sweep_and_adapters(tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path) -> None:
     record = train_triplets(
         config(tiny_qwen2_vl, triplets, tmp_path / "r", lines=True, val=str(triplets), max_steps=2)

@@ -2,41 +2,76 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bindkit.demo.finetune import DemoOptions, strip_attributes
+from bindkit.demo.finetune import DemoOptions, context_sentences, list_triplets
 from bindkit.errors import BindkitError
 
 
-def test_strip_attributes_repairs_articles() -> None:
-    assert strip_attributes("An old hinge and a striped cube.", ["old", "striped"]) == (
-        "A hinge and a cube."
-    )
-    text = "A white and orange striped cube beside an iridescent kite."
-    assert strip_attributes(text, ["white and orange striped", "iridescent"]) == (
-        "A cube beside a kite."
-    )
-
-
-def test_preservation_sentences_hold_no_attribute() -> None:
+def _examples(n: int) -> list[Any]:
     import tempfile
 
-    from bindkit.demo.finetune import preservation_sentences
     from bindkit.synth.backends.template import TemplateBackend
     from bindkit.synth.generate import generate
     from bindkit.synth.splits import read_examples
 
     with tempfile.TemporaryDirectory() as tmp:
-        generate(tmp, 30, TemplateBackend(0), progress=False)
-        examples = read_examples(Path(tmp) / "examples.jsonl")
-    sentences = preservation_sentences(examples)
-    assert 0 < len(sentences) <= len(examples)
-    attributes = {a for e in examples for a, _ in e.bindings}
+        generate(tmp, n, TemplateBackend(0), progress=False)
+        return read_examples(Path(tmp) / "examples.jsonl")
+
+
+def _pairs(text: str) -> Counter[tuple[str, ...]]:
+    """The (attributes..., object) groups of a list phrase, attribute order ignored."""
+    groups = re.split(r",\s+|\s+and\s+(?=an?\s)", text)
+    out: Counter[tuple[str, ...]] = Counter()
+    for group in groups:
+        words = group.split()[1:]  # drop the article
+        out[(*sorted(words[:-1]), words[-1])] += 1
+    return out
+
+
+def _grouped(pairs: list[tuple[str, str]]) -> Counter[tuple[str, ...]]:
+    by_object: dict[str, list[str]] = {}
+    for attribute, obj in pairs:
+        by_object.setdefault(obj, []).append(attribute)
+    return Counter(
+        (*sorted(a for x in attrs for a in x.split()), o) for o, attrs in by_object.items()
+    )
+
+
+def test_list_triplets_keep_bindings_and_swap_them() -> None:
+    examples = [e for e in _examples(40) if e.intended]
+    rows = list_triplets(examples, seed=3)
+    assert len(rows) == 2 * len(examples)
+    for example, pair in zip(examples, zip(rows[::2], rows[1::2], strict=True), strict=True):
+        for row, kind in zip(pair, ("attribute", "object"), strict=True):
+            assert row["query"] == example.query and row["negative_kind"] == kind
+            assert row["type"] == example.type
+            # the positive lists exactly the example's bindings, the negative its swap
+            assert _pairs(row["positive"]) == _grouped(example.bindings), row
+            assert _pairs(row["negative"]) == _grouped(example.intended[kind]), row
+            assert row["positive"] != row["query"]  # always listed in another order
+            assert row["positive"] != row["negative"]
+    assert list_triplets(examples, seed=3) == rows
+    assert list_triplets(examples, seed=4) != rows
+
+
+def test_context_sentences_are_the_captions_scenes() -> None:
+    examples = _examples(60)
+    sentences = context_sentences(examples)
+    contexts = {e.targets.get("context") for e in examples} - {None}
+    assert len(sentences) == len(contexts) > 0
     for sentence in sentences:
-        words = set(sentence.lower().rstrip(".").split())
-        assert not words & {a for a in attributes if " " not in a}, sentence
+        assert sentence.endswith(".") and sentence[0].isupper()
+        assert sentence[0].lower() + sentence[1:-1] in contexts
+    attributes = {a for e in examples for a, _ in e.bindings}
+    for sentence in sentences:  # no binding in them: no queried attribute at all
+        assert not set(sentence.lower().rstrip(".").split()) & attributes, sentence
 
 
 def test_options_are_validated(tmp_path: Path) -> None:

@@ -55,6 +55,13 @@ class TrainConfig:
     lora_r: int = field(default=4, metadata=_help("LoRA rank"))
     lora_alpha: float = field(default=4.0, metadata=_help("LoRA alpha (scaling alpha/r)"))
     lora_dropout: float = field(default=0.0, metadata=_help("LoRA dropout"))
+    model_dropout: bool = field(
+        default=True,
+        metadata=_help(
+            "keep the frozen model's own dropout active while training, as peft and "
+            "sentence-transformers do (--no-model-dropout: a deterministic forward, faster on CPU)"
+        ),
+    )
     lines: bool = field(
         default=True, metadata=_help("apply LiNeS to the final adapter (--no-lines: raw update)")
     )

@@ -354,7 +354,7 @@ class _Run:
 
         config, embedder, rank = self.config, self.embedder, self.state.process_index
         loss_fn = TripletHingeLoss(config.margin)
-        embedder.module.train()
+        embedder.module.train(config.model_dropout)
         bar = tqdm(
             total=total,
             initial=start,
@@ -420,7 +420,7 @@ class _Run:
                     entry: dict[str, Any] = {"step": steps, "loss": running}
                     if config.eval_every and steps % config.eval_every == 0 and self.val:
                         entry["val_triplet_accuracy"] = triplet_accuracy(embedder, self.val)
-                        embedder.module.train()
+                        embedder.module.train(config.model_dropout)
                         bar.write(f"step {steps}: val accuracy {entry['val_triplet_accuracy']:.3f}")
                     history.append(entry)
                     if config.save_every and steps % config.save_every == 0 and not last:
