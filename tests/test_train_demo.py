@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from pathlib import Path
@@ -91,19 +92,26 @@ def test_tiny_demo_end_to_end(tmp_path: Path) -> None:
         "sentence_A\tsentence_B\trelatedness_score\n"
         + "".join(f"a red cube {i}\ta red box {i}\t{(i % 5) + 1}\n" for i in range(12))
     )
-    summary = run_demo(
-        DemoOptions(
-            out=str(tmp_path / "demo"),
-            sts=str(sts),
-            examples=300,
-            max_triplets=32,
-            saber_per_n=2,
-            plain=False,
-            progress=False,
-        )
+    options = DemoOptions(
+        out=str(tmp_path / "demo"),
+        sts=str(sts),
+        examples=300,
+        max_triplets=32,
+        saber_per_n=2,
+        plain=False,
+        progress=False,
     )
+    summary = run_demo(options)
     assert set(summary["table"]) == {"base", "preserve raw", "preserve lines"}
     report = (tmp_path / "demo" / "report.md").read_text()
     assert "SABER t2t MCQ" in report and "STS Spearman" in report
     for variant in ("adapter-raw", "adapter-lines"):
         assert (tmp_path / "demo" / variant / "adapter_model.safetensors").is_file()
+    # a rerun reuses the finished training run and the computed results
+    finished = tmp_path / "demo" / "runs" / "preserve" / "train.json"
+    stamp = finished.stat().st_mtime_ns
+    again = run_demo(options)
+    assert finished.stat().st_mtime_ns == stamp and again["table"] == summary["table"]
+    # other options (here the preservation weight) start the run over
+    run_demo(dataclasses.replace(options, preserve_weight=0.5))
+    assert finished.stat().st_mtime_ns != stamp

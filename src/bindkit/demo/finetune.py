@@ -12,6 +12,7 @@ distilled into each batch (without them, binding training costs ~8 STS points; w
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
@@ -34,6 +35,7 @@ MARGIN = 0.05
 LINES_TOLERANCE = 1.0
 TRAIN = "demo-train.jsonl"  # list triplets of the NoOverlap train split, capped by --max-triplets
 PRESERVE = "preserve.jsonl"
+STAMP = "demo-run.json"  # what a run was made from, so that a rerun can reuse or resume it
 PRESERVE_BATCH = 16  # preservation sentences per batch
 VAL_TRIPLETS = 256  # the LiNeS sweep's validation triplets (the first of val.jsonl)
 TEST_TRIPLETS = 1024  # the held-out column (the first of test.jsonl)
@@ -180,7 +182,8 @@ def _data(options: DemoOptions, out: Path) -> tuple[Path, list[str], dict[str, i
 
 
 def _train(options: DemoOptions, data: Path, name: str, preserve: bool) -> dict[str, Any]:
-    from bindkit.train.config import TrainConfig
+    from bindkit._io import sha256_file
+    from bindkit.train.config import NON_RESULT_FIELDS, TrainConfig
     from bindkit.train.trainer import train_triplets
 
     config = TrainConfig(
@@ -196,12 +199,29 @@ def _train(options: DemoOptions, data: Path, name: str, preserve: bool) -> dict[
         preserve=str(data / PRESERVE) if preserve else None,
         preserve_weight=options.preserve_weight,
         preserve_batch=PRESERVE_BATCH,
-        save_every=50,
+        save_every=25,
         seed=options.seed,
-        overwrite=True,
         progress=options.progress,
     )
-    return train_triplets(config)
+    # A rerun of the same demo reuses a finished run and resumes a killed one from its last
+    # checkpoint; a run made with other options or data (the stamp differs) starts over.
+    run = Path(config.out)
+    stamp = json.dumps(
+        {
+            "options": {k: v for k, v in config.record().items() if k not in NON_RESULT_FIELDS},
+            "train_sha256": sha256_file(data / TRAIN),
+            "preserve_sha256": sha256_file(data / PRESERVE) if preserve else None,
+        },
+        sort_keys=True,
+    )
+    same = (run / STAMP).is_file() and (run / STAMP).read_text(encoding="utf-8") == stamp
+    if same and (run / "train.json").is_file():
+        _say(options, f"run `{name}`: finished earlier, reusing {run}")
+        record: dict[str, Any] = json.loads((run / "train.json").read_text(encoding="utf-8"))
+        return record
+    run.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run / STAMP, stamp)
+    return train_triplets(dataclasses.replace(config, overwrite=not same))
 
 
 def _evaluate(

@@ -77,6 +77,16 @@ BACKENDS: dict[str, Backend] = {
             "clip",
         ),
         Backend(
+            "builtin",
+            "bindkit.embed.backends.builtin:BuiltinEmbedder",
+            "models shipped inside bindkit; builtin:tiny-clip = a few-MB image-text fixture "
+            "for shapes scenes (offline)",
+            "builtin:tiny-clip",
+            "text, image",
+            ("torch", "safetensors", "PIL"),
+            "builtin",
+        ),
+        Backend(
             "qwen3-vl-embedding",
             _MLLM,
             "Qwen3-VL-Embedding (instruction as system message, last-token pooling, MRL dim)",

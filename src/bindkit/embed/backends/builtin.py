@@ -1,0 +1,185 @@
+"""Models that ship inside bindkit: ``builtin:tiny-clip``.
+
+tiny-clip is a few-MB image–text dual encoder trained by ``scripts/train_tiny_clip.py`` on
+procedurally rendered shapes scenes (``bindkit saber render --backend procedural``) so that all
+four SABER pairings run offline with no download. It is a fixture for the shapes vocabulary,
+not a general model: see ``data/tiny_clip/README.md`` (its model card).
+
+``+weights=DIR`` loads another checkpoint directory of the same format (``config.json`` and
+``model.safetensors``), e.g. the output of the training script.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Sequence
+from importlib.resources import as_file, files
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindkit.embed.backends._torch import TorchEmbedder, normalize
+from bindkit.embed.protocol import Modality, Role
+from bindkit.errors import BindkitError
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+#: built-in model name → its folder under ``bindkit/embed/backends/``
+BUILTIN_MODELS = {"tiny-clip": "data/tiny_clip"}
+
+
+def builtin_dir(name: str) -> Path:
+    """The packaged checkpoint folder of a built-in model (the package is installed unzipped)."""
+    if name not in BUILTIN_MODELS:
+        close = difflib.get_close_matches(name, list(BUILTIN_MODELS), n=1)
+        hint = f"; did you mean builtin:{close[0]}?" if close else ""
+        raise BindkitError(
+            f"unknown built-in model {name!r}{hint} (available: "
+            f"{', '.join('builtin:' + n for n in BUILTIN_MODELS)})"
+        )
+    with as_file(files("bindkit.embed.backends").joinpath(BUILTIN_MODELS[name])) as path:
+        return Path(path)
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_checkpoint(directory: Path) -> Any:
+    """``config.json`` + ``model.safetensors`` in ``directory`` → an eval-mode float32
+    :class:`~bindkit.embed.backends.tiny_clip.TinyClip`.
+
+    Raises:
+        BindkitError: a file is missing, unreadable, corrupt, or its tensors do not fit the
+            configured architecture (one line naming the file).
+    """
+    import torch
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from bindkit.embed.backends.tiny_clip import TinyClip, TinyClipConfig
+
+    config_path, weights_path = directory / CONFIG_FILE, directory / WEIGHTS_FILE
+    for path in (config_path, weights_path):
+        if not path.is_file():
+            raise BindkitError(
+                f"{path}: missing; a tiny-clip checkpoint folder holds {CONFIG_FILE} and "
+                f"{WEIGHTS_FILE} (train one with scripts/train_tiny_clip.py)"
+            )
+    try:
+        config = TinyClipConfig.from_json(json.loads(config_path.read_text("utf-8")))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError) as exc:
+        raise BindkitError(f"{config_path}: not a tiny-clip config ({exc}); retrain it") from exc
+    try:
+        state = load_file(str(weights_path))
+    except (OSError, SafetensorError, ValueError, RuntimeError) as exc:
+        raise BindkitError(
+            f"{weights_path}: unreadable safetensors file ({exc}); retrain or reinstall it"
+        ) from exc
+    model = TinyClip(config)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    extra = sorted(set(state) - set(expected))
+    wrong = sorted(k for k in set(expected) & set(state) if state[k].shape != expected[k].shape)
+    if missing or extra or wrong:
+        name = (missing or extra or wrong)[0]
+        what = "missing" if missing else "unexpected" if extra else "has the wrong shape"
+        raise BindkitError(
+            f"{weights_path}: tensor {name!r} {what} for the architecture in {CONFIG_FILE} "
+            f"({len(missing)} missing, {len(extra)} unexpected, {len(wrong)} mis-shaped); "
+            "the weights and config do not belong together"
+        )
+    model.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
+    return model.eval()
+
+
+def save_checkpoint(model: Any, directory: Path, *, half: bool = True) -> None:
+    """Write ``config.json`` and ``model.safetensors`` (fp16 by default) atomically."""
+    import torch
+    from safetensors.torch import save
+
+    from bindkit._io import atomic_write_bytes, atomic_write_text
+
+    dtype = torch.float16 if half else torch.float32
+    state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(directory / WEIGHTS_FILE, save(state, metadata={"format": "pt"}))
+    config = json.dumps(model.config.to_json(), indent=1, sort_keys=True) + "\n"
+    atomic_write_text(directory / CONFIG_FILE, config)
+
+
+class BuiltinEmbedder(TorchEmbedder):
+    """A model shipped with bindkit (roles and instructions are ignored: no prompts)."""
+
+    modalities = frozenset({"text", "image"})
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        weights: str | None = None,
+        device: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        directory = builtin_dir(name)
+        if weights is not None:
+            directory = Path(str(weights)).expanduser()
+            if not directory.is_dir():
+                raise BindkitError(
+                    f"builtin:{name}+weights={weights}: not a directory; give the folder that "
+                    f"holds {CONFIG_FILE} and {WEIGHTS_FILE}"
+                )
+        super().__init__(**kwargs)
+        from bindkit.embed.backends.tiny_clip import Tokenizer
+
+        self.name = name
+        self.directory = directory
+        self.device = device or "cpu"
+        self.model = load_checkpoint(directory).to(self.device)
+        self.config = self.model.config
+        self.tokenizer = Tokenizer(self.config)
+
+    def _describe(self) -> dict[str, Any]:
+        return {
+            "backend": "builtin",
+            "model": self.name,
+            "weights": sha256_file(self.directory / WEIGHTS_FILE),
+            "config": sha256_file(self.directory / CONFIG_FILE),
+            "images": {
+                "size": self.config.image_size,
+                "resize": "squash/box",
+                "mean": self.config.mean,
+                "std": self.config.std,
+                "exif": self.image_policy.exif,
+                "alpha_on_white": self.image_policy.alpha_on_white,
+            },
+        }
+
+    def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:
+        return modality
+
+    def text_length(self, text: str) -> int:
+        return len(self.tokenizer.ids(text))
+
+    def collate(
+        self,
+        inputs: Sequence[Any],
+        *,
+        modality: Modality,
+        role: Role,
+        instruction: str | None,
+    ) -> dict[str, Any]:
+        from bindkit.embed.backends.tiny_clip import image_array, pixels
+
+        if modality == "text":
+            return {"text": self.tokenizer(list(inputs)).to(self.device)}
+        arrays = np.stack([image_array(im, self.config.image_size) for im in inputs])
+        return {"image": pixels(arrays, self.config).to(self.device)}
+
+    def forward(self, batch: dict[str, Any]) -> Any:
+        if "text" in batch:
+            return normalize(self.model.encode_text(batch["text"]))
+        return normalize(self.model.encode_image(batch["image"]))
