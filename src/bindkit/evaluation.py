@@ -136,6 +136,7 @@ def _one_model(
             options = {
                 "query_instruction": task_impl.query_instruction(subset, ctx),
                 "image_root": None if ctx.image_root is None else str(ctx.image_root),
+                **task_impl.options(subset),
             }
             provenance = {
                 "model_fingerprint": embedder.fingerprint,

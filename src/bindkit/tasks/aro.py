@@ -1,37 +1,48 @@
-"""ARO (Yuksekgonul et al., ICLR 2023; mertyg/vision-language-models-are-bows): VG-Relation and
-VG-Attribution. Each item is an image cropped to its bounding box and two captions,
-``[false_caption, true_caption]``; correct when ``argmax == 1``, so a tie (argmax picks index 0)
-is wrong.
+"""ARO (Yuksekgonul et al., ICLR 2023; mertyg/vision-language-models-are-bows): VG-Relation,
+VG-Attribution, COCO-Order and Flickr30k-Order.
 
-Macro averages as the original code reports them: VG-Relation averages per-relation accuracy
-over the relations not in the repository's list of symmetric relations (its README snippet);
-VG-Attribution averages per-attribute-pair accuracy over pairs with at least 25 items.
+VG-Relation and VG-Attribution: each item is an image cropped to its bounding box and two
+captions, ``[false_caption, true_caption]``; correct when ``argmax == 1``, so a tie (argmax picks
+index 0) is wrong. Macro averages as the original code reports them: VG-Relation averages
+per-relation accuracy over the relations not in the repository's list of symmetric relations (its
+README snippet); VG-Attribution averages per-attribute-pair accuracy over pairs with at least 25
+items. Files as published: ``visual_genome_relation.json`` and ``visual_genome_attribution.json``
+(lists of ``image_path``, ``bbox_x/y/w/h``, ``true_caption``, ``false_caption`` and
+``relation_name`` or ``attributes``) and ``images/`` (``vgr_vga_images.zip``).
 
-Files as published: ``visual_genome_relation.json`` and ``visual_genome_attribution.json`` (lists
-of ``image_path``, ``bbox_x/y/w/h``, ``true_caption``, ``false_caption`` and ``relation_name``
-or ``attributes``) and ``images/`` (``vgr_vga_images.zip``). COCO-Order and Flickr30k-Order are
-not here yet: their caption shuffles need spaCy's English tagger, as the original builds them.
+COCO-Order and Flickr30k-Order: each caption of the Karpathy test split against four shuffles of
+itself; correct when ``argmax == 0``, so a tie is correct (the task's declared ``ties`` is the VG
+subsets' rule). The original's protocol and where bindkit differs are in
+:mod:`bindkit.tasks._aro_order`. Files as published: ``coco_karpathy_test.json`` beside
+``val2014/``, ``flickr30k_test.json`` beside ``flickr30k-images/`` (the JSON's image paths are
+relative to its folder, or to ``--image-root``). The shuffles are seeded (``ARO(order_seed=...)``,
+default 1 as the original's ``--seed``); the seed and the spaCy/NLTK versions are recorded in the
+result's options.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bindkit._io import sha256_bytes
+from bindkit._progress import progress
 from bindkit.embed.protocol import Embedder
-from bindkit.errors import DataFormatError
+from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.pairwise import beats, rowdot
+from bindkit.tasks import _aro_order as order
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
-FILES = {
+VG_FILES = {
     "vg_relation": "visual_genome_relation.json",
     "vg_attribution": "visual_genome_attribution.json",
 }
+FILES = {**VG_FILES, **order.FILES}
 MIN_ATTRIBUTE_ITEMS = 25
 SYMMETRIC = frozenset(
     """adjusting|attached to|between|bigger than|biting|boarding|brushing|chewing|cleaning|
@@ -106,24 +117,47 @@ def macro_accuracy(
     return mean, per_group
 
 
+@dataclass
+class AROData:
+    vg: dict[str, list[dict[str, Any]]]
+    order: dict[str, list[tuple[str, list[str]]]]  # subset -> (image, captions) per item
+    folder: Path
+    image_root: Path | None  # --image-root, if given
+    # caption options by (subset, seed), built once and shared by every model
+    options: dict[tuple[str, int], list[tuple[str, ...]]] = field(default_factory=dict)
+
+
 class ARO(Task):
     metadata = TaskMetadata(
         name="aro",
-        description="ARO VG-Relation / VG-Attribution: true vs swapped caption for a cropped image",
+        description="ARO: VG-Relation / VG-Attribution (true vs swapped caption for a cropped "
+        "image) and COCO / Flickr30k-Order (caption vs four word-order shuffles)",
         main_score="accuracy",
         reference="Yuksekgonul et al., ICLR 2023; github.com/mertyg/vision-language-models-are-bows"
-        " (dataset_zoo/aro_datasets.py)",
+        " (dataset_zoo/aro_datasets.py, dataset_zoo/perturbations.py)",
         subsets=tuple(FILES),
         modalities=("text", "image"),
         pairings=("it",),
         ties="wrong",
-        license="see the repository (Visual Genome images: CC BY 4.0)",
+        license="see the repository (Visual Genome images: CC BY 4.0; COCO: CC BY 4.0; "
+        "Flickr30k: its own terms)",
         published="https://github.com/mertyg/vision-language-models-are-bows (annotation JSONs, "
-        "vgr_vga_images.zip)",
+        "vgr_vga_images.zip; the order subsets use BLIP's Karpathy test splits)",
         data_dir="aro",
         data_help="the folder of visual_genome_relation.json, visual_genome_attribution.json, "
-        "images/",
+        "images/, and for the order subsets coco_karpathy_test.json with val2014/ and "
+        "flickr30k_test.json with flickr30k-images/ (any of them)",
     )
+
+    def __init__(self, order_seed: int = order.DEFAULT_SEED) -> None:
+        if isinstance(order_seed, bool) or not isinstance(order_seed, int) or order_seed < 0:
+            raise BindkitError(f"aro order_seed {order_seed!r}: give a non-negative integer")
+        self.order_seed = order_seed
+
+    def options(self, subset: str) -> dict[str, Any]:
+        if subset not in order.FILES:
+            return {}
+        return {"order_seed": self.order_seed, **order.tools()}
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None
@@ -131,20 +165,27 @@ class ARO(Task):
             raise DataFormatError(f"{data}: not a folder; pass {self.metadata.data_help}")
         present = [s for s in FILES if (data / FILES[s]).is_file()]
         if not present:
+            names = ", ".join(FILES.values())
             raise DataFormatError(
-                f"{data / FILES['vg_relation']}: not found; ARO is published at "
-                f"{self.metadata.published}"
+                f"{data}: none of {names} found (e.g. {data / FILES['vg_relation']}); ARO is "
+                f"published at {self.metadata.published}; coco_karpathy_test.json at "
+                f"{order.PUBLISHED['coco_order']}, flickr30k_test.json at "
+                f"{order.PUBLISHED['flickr30k_order']}"
             )
-        rows = {s: read_vg(data / FILES[s], s) for s in present}
+        vg = {s: read_vg(data / FILES[s], s) for s in present if s in VG_FILES}
+        karpathy = {s: order.read_karpathy(data / FILES[s], s) for s in present if s in order.FILES}
         digest = sha256_bytes(b"".join((data / FILES[s]).read_bytes() for s in present))
-        root = _images.image_root(data, image_root)
-        return Dataset("aro", digest, str(data), (rows, root), tuple(present), has_images=True)
+        payload = AROData(vg, karpathy, data, image_root)
+        return Dataset("aro", digest, str(data), payload, tuple(present), has_images=True)
 
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any] | None:
-        all_rows, root = dataset.payload
-        rows = all_rows[subset]
+        data: AROData = dataset.payload
+        if subset in order.FILES:
+            return self._evaluate_order(embedder, data, subset, ctx)
+        rows = data.vg[subset]
+        root = _images.image_root(data.folder, data.image_root)
         mask = _images.present(
             [r["image_path"] for r in rows], root, f"aro {subset}", self.metadata.published, ctx
         )
@@ -153,6 +194,7 @@ class ARO(Task):
             return None
         from bindkit.embed.images import load_image
 
+        assert root is not None
         crops = [
             load_image(root / r["image_path"]).crop(
                 (r["bbox_x"], r["bbox_y"], r["bbox_x"] + r["bbox_w"], r["bbox_y"] + r["bbox_h"])
@@ -182,3 +224,54 @@ class ARO(Task):
             "groups_averaged": len(per_group),
         }
         return {"scores": scores, "counts": counts}
+
+    def caption_options(self, data: AROData, subset: str) -> list[tuple[str, ...]]:
+        """Every caption's five options for this task's seed, built once per dataset."""
+        key = (subset, self.order_seed)
+        if key not in data.options:
+            captions = [c for _, caps in data.order[subset] for c in caps]
+            bar = progress(len(captions), f"aro {subset} shuffles", unit="caption")
+            data.options[key] = order.caption_options(
+                captions,
+                self.order_seed,
+                order.spacy_tag,
+                order.nltk_tokenize,
+                on_caption=lambda: bar.update(1),
+            )
+            bar.close()
+        return data.options[key]
+
+    def _evaluate_order(
+        self, embedder: Embedder, data: AROData, subset: str, ctx: EvalContext
+    ) -> dict[str, Any] | None:
+        items = data.order[subset]
+        options = self.caption_options(data, subset)  # all captions: the draws follow file order
+        item_image = [image for image, captions in items for _ in captions]
+        names = list(dict.fromkeys(image for image, _ in items))
+        root = data.image_root if data.image_root is not None else data.folder
+        mask = _images.present(names, root, f"aro {subset}", order.IMAGES[subset], ctx)
+        found = [n for n, ok in zip(names, mask, strict=True) if ok]
+        counts = {
+            "items": len(item_image),
+            "images": len(names),
+            "missing_images": int((~mask).sum()),
+        }
+        where = {n: i for i, n in enumerate(found)}
+        keep = [i for i, image in enumerate(item_image) if image in where]
+        if not keep:
+            return None
+        texts = list(dict.fromkeys(text for i in keep for text in options[i]))
+        text_at = {t: i for i, t in enumerate(texts)}
+        image_vectors = embedder.embed_images(
+            _images.refs(found, root), role="query", instruction=self.query_instruction(subset, ctx)
+        )
+        text_vectors = embedder.embed_texts(
+            texts, role="document", instruction=self.metadata.document_instruction
+        )
+        image_index = np.array([where[item_image[i]] for i in keep])
+        option_index = np.array([[text_at[t] for t in options[i]] for i in keep])
+        scores = order.order_scores(image_vectors, text_vectors, image_index, option_index)
+        correct = order.score_order(scores)
+        counts["scored"] = len(keep)
+        counts["same_as_caption"] = int((option_index[:, 1:] == option_index[:, :1]).any(1).sum())
+        return {"scores": {"accuracy": float(correct.mean())}, "counts": counts}

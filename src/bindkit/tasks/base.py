@@ -141,6 +141,11 @@ class Task(ABC):
                 out.append(pairing)
         return out
 
+    def options(self, subset: str) -> dict[str, Any]:
+        """Settings of this task that change ``subset``'s result beyond the data and the model
+        (e.g. a shuffle seed); recorded in the result's options, so changing one recomputes it."""
+        return {}
+
     def query_instruction(self, subset: str, ctx: EvalContext) -> str | None:
         """The user's override, else the task's default for this subset."""
         if ctx.query_instruction is not None:
