@@ -403,3 +403,30 @@ def test_missing_and_malformed_files(tmp_path: Path) -> None:
         ARO().load(tmp_path)
     with pytest.raises(BindkitError, match="order_seed"):
         ARO(order_seed=-1)
+
+
+def test_asking_for_an_absent_subset_names_its_file_and_source(tmp_path: Path) -> None:
+    data = _coco(tmp_path / "aro")
+    with pytest.raises(BindkitError) as caught:
+        evaluate(
+            [TableEmbedder({})],
+            task="aro",
+            data=data,
+            subsets="flickr30k_order",
+            out=tmp_path / "r",
+            cache=False,
+            verbose=False,
+        )
+    message = str(caught.value)
+    assert str(data / "flickr30k_test.json") in message and "\n" not in message
+    assert order.PUBLISHED["flickr30k_order"] in message
+    with pytest.raises(BindkitError, match="not in aro's data"):  # not a subset of ARO at all
+        evaluate(
+            [TableEmbedder({})],
+            task="aro",
+            data=data,
+            subsets="nope",
+            out=tmp_path / "r",
+            cache=False,
+            verbose=False,
+        )

@@ -18,7 +18,14 @@ from bindkit.results.store import (
     reusable,
     write_result,
 )
-from bindkit.tasks.base import EvalContext, Task, get_task, parse_pairings, resolve_data
+from bindkit.tasks.base import (
+    Dataset,
+    EvalContext,
+    Task,
+    get_task,
+    parse_pairings,
+    resolve_data,
+)
 
 
 def evaluate(
@@ -74,7 +81,7 @@ def evaluate(
     if root is not None and not root.is_dir():
         raise BindkitError(f"--image-root {root}: not a directory; pass the folder of the images")
     dataset = task_impl.load(path, image_root=root)
-    chosen_subsets = _subsets(subsets, dataset.subsets, meta.name)
+    chosen_subsets = _subsets(subsets, dataset.subsets, meta.name, task_impl, dataset)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise BindkitError(f"--out {out}: is a file; pass a directory for the results")
@@ -190,7 +197,13 @@ def _partial(record: dict[str, Any]) -> bool:
     return isinstance(missing, int) and missing > 0
 
 
-def _subsets(value: str | Sequence[str] | None, available: tuple[str, ...], task: str) -> list[str]:
+def _subsets(
+    value: str | Sequence[str] | None,
+    available: tuple[str, ...],
+    name: str,
+    task: Task,
+    dataset: Dataset,
+) -> list[str]:
     if value is None:
         return list(available)
     items = value.split(",") if isinstance(value, str) else list(value)
@@ -198,9 +211,13 @@ def _subsets(value: str | Sequence[str] | None, available: tuple[str, ...], task
     if not items:
         raise BindkitError("--subsets: empty; give a comma list or leave it out for all")
     unknown = [s for s in items if s not in available]
+    for subset in unknown:
+        hint = task.missing_subset(subset, dataset) if subset in task.metadata.subsets else None
+        if hint:
+            raise BindkitError(f"--subsets {subset}: {hint}")
     if unknown:
         raise BindkitError(
-            f"--subsets {','.join(unknown)}: not in {task}'s data; use {', '.join(available)}"
+            f"--subsets {','.join(unknown)}: not in {name}'s data; use {', '.join(available)}"
         )
     return items
 

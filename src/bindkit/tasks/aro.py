@@ -178,6 +178,11 @@ class ARO(Task):
         payload = AROData(vg, karpathy, data, image_root)
         return Dataset("aro", digest, str(data), payload, tuple(present), has_images=True)
 
+    def missing_subset(self, subset: str, dataset: Dataset) -> str | None:
+        data: AROData = dataset.payload
+        where = order.PUBLISHED.get(subset, self.metadata.published)
+        return f"{data.folder / FILES[subset]} not found; {subset} is published at {where}"
+
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any] | None:

@@ -141,6 +141,11 @@ class Task(ABC):
                 out.append(pairing)
         return out
 
+    def missing_subset(self, subset: str, dataset: Dataset) -> str | None:
+        """Why one of this task's declared subsets is absent from ``dataset`` (its expected file
+        and where it is published), for the one-line error of ``--subsets``; None: no hint."""
+        return None
+
     def options(self, subset: str) -> dict[str, Any]:
         """Settings of this task that change ``subset``'s result beyond the data and the model
         (e.g. a shuffle seed); recorded in the result's options, so changing one recomputes it."""
