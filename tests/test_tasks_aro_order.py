@@ -430,3 +430,33 @@ def test_asking_for_an_absent_subset_names_its_file_and_source(tmp_path: Path) -
             cache=False,
             verbose=False,
         )
+
+
+def test_task_options_from_the_cli(
+    tmp_path: Path, nlp_tools: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bindkit.cli import main
+
+    data = _coco(tmp_path / "aro")
+    argv = ["eval", "--model", "builtin:tiny-clip", "--task", "aro", "--data", str(data), "-q"]
+    seeds = {}
+    for seed in ("1", "2"):
+        out = tmp_path / f"r{seed}"
+        assert main([*argv, "--task-option", f"order_seed={seed}", "--out", str(out)]) == 0
+        (path,) = out.rglob("it.json")
+        seeds[seed] = json.loads(path.read_text())["options"]["order_seed"]
+    assert seeds == {"1": 1, "2": 2}
+    capsys.readouterr()
+    bad = {
+        "order_sed=2": "did you mean order_seed",
+        "order_seed=two": "order_seed=two: not a valid int",
+        "order_seed=-1": "order_seed -1",
+        "order_seed": "write KEY=VALUE",
+    }
+    for option, message in bad.items():
+        assert main([*argv, "--task-option", option, "--out", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and "\n" not in err, err
+    saber = ["eval", "--model", "bow", "--task", "saber", "--task-option", "k=1", "--out", "x"]
+    assert main(saber) == 2
+    assert "saber has no such option" in capsys.readouterr().err

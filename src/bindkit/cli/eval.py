@@ -32,6 +32,13 @@ def register(commands: Any) -> None:
     )
     ev.add_argument("--task", default="saber", help=f"default saber. {_task_help()}")
     ev.add_argument(
+        "--task-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a task setting, repeatable, e.g. --task aro --task-option order_seed=2",
+    )
+    ev.add_argument(
         "--data",
         default=None,
         help="the task's files as published (a file or folder); default: $BINDKIT_DATA/<task "
@@ -86,12 +93,20 @@ def _warn(message: str) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from bindkit.errors import BindkitError
     from bindkit.evaluation import evaluate
     from bindkit.results.report import build_tables, to_markdown
+    from bindkit.tasks.base import get_task
 
+    options: dict[str, str] = {}
+    for item in args.task_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BindkitError(f"--task-option {item!r}: write KEY=VALUE, e.g. order_seed=2")
+        options[key.strip()] = value.strip()
     records = evaluate(
         args.model,
-        task=args.task,
+        task=get_task(args.task, options) if options else args.task,
         data=args.data,
         pairings=args.pairings,
         subsets=args.subsets,

@@ -233,13 +233,53 @@ def task_classes() -> dict[str, type[Task]]:
     return _REGISTRY
 
 
-def get_task(name: str) -> Task:
+def get_task(name: str, options: dict[str, str] | None = None) -> Task:
+    """The task named ``name``, built with ``options`` (``--task-option KEY=VALUE`` strings,
+    converted to the types of the task's constructor parameters)."""
     tasks = task_classes()
     if name not in tasks:
         close = difflib.get_close_matches(name.lower(), list(tasks), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise BindkitError(f"--task {name!r}: unknown task{hint}; use one of {', '.join(tasks)}")
-    return tasks[name]()
+    cls = tasks[name]
+    return cls(**_task_options(cls, options or {}))
+
+
+def _task_options(cls: type[Task], options: dict[str, str]) -> dict[str, Any]:
+    import inspect
+    import typing
+
+    if not options:
+        return {}
+    hints = typing.get_type_hints(cls.__init__)
+    params = {
+        n: hints.get(n, str)
+        for n, p in inspect.signature(cls.__init__).parameters.items()
+        if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    name = cls.metadata.name
+    converted: dict[str, Any] = {}
+    for key, text in options.items():
+        if key not in params:
+            accepted = ", ".join(params) if params else "none"
+            close = difflib.get_close_matches(key, list(params), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise BindkitError(
+                f"--task-option {key}: {name} has no such option{hint}; accepted: {accepted}"
+            )
+        kind = params[key]
+        try:
+            if kind is bool:
+                if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(text)
+                converted[key] = text.lower() in ("true", "1", "yes")
+            else:
+                converted[key] = kind(text) if kind in (int, float, str) else text
+        except ValueError:
+            raise BindkitError(
+                f"--task-option {key}={text}: not a valid {getattr(kind, '__name__', kind)}"
+            ) from None
+    return converted
 
 
 def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
