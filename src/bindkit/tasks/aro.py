@@ -15,9 +15,9 @@ itself; correct when ``argmax == 0``, so a tie is correct (the task's declared `
 subsets' rule). The original's protocol and where bindkit differs are in
 :mod:`bindkit.tasks._aro_order`. Files as published: ``coco_karpathy_test.json`` beside
 ``val2014/``, ``flickr30k_test.json`` beside ``flickr30k-images/`` (the JSON's image paths are
-relative to its folder, or to ``--image-root``). The shuffles are seeded (``ARO(order_seed=...)``, ``--task-option order_seed=N``;
-default 1 as the original's ``--seed``); the seed and the spaCy/NLTK versions are recorded in the
-result's options.
+relative to its folder, or to ``--image-root``). The shuffles are seeded (``ARO(order_seed=...)``
+or ``--task-option order_seed=N``; default 1 as the original's ``--seed``); the seed and the
+spaCy/NLTK versions are recorded in the result's options.
 """
 
 from __future__ import annotations
