@@ -81,7 +81,7 @@ def evaluate(
     if root is not None and not root.is_dir():
         raise BindkitError(f"--image-root {root}: not a directory; pass the folder of the images")
     dataset = task_impl.load(path, image_root=root)
-    chosen_subsets = _subsets(subsets, dataset.subsets, meta.name, task_impl, dataset)
+    chosen_subsets = _subsets(subsets, task_impl, dataset)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise BindkitError(f"--out {out}: is a file; pass a directory for the results")
@@ -197,13 +197,8 @@ def _partial(record: dict[str, Any]) -> bool:
     return isinstance(missing, int) and missing > 0
 
 
-def _subsets(
-    value: str | Sequence[str] | None,
-    available: tuple[str, ...],
-    name: str,
-    task: Task,
-    dataset: Dataset,
-) -> list[str]:
+def _subsets(value: str | Sequence[str] | None, task: Task, dataset: Dataset) -> list[str]:
+    available = dataset.subsets
     if value is None:
         return list(available)
     items = value.split(",") if isinstance(value, str) else list(value)
@@ -217,7 +212,8 @@ def _subsets(
             raise BindkitError(f"--subsets {subset}: {hint}")
     if unknown:
         raise BindkitError(
-            f"--subsets {','.join(unknown)}: not in {name}'s data; use {', '.join(available)}"
+            f"--subsets {','.join(unknown)}: not in {task.metadata.name}'s data; use "
+            f"{', '.join(available)}"
         )
     return items
 
