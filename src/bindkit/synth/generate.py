@@ -182,10 +182,13 @@ def generate(
     max_failures: int = 20,
     progress: bool = True,
     on_accept: Callable[[Example], None] | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> tuple[Controller, Stats]:
     """Generate until ``OUT/examples.jsonl`` holds ``n`` accepted examples (resuming).
 
     This is the loop alone: :func:`run` adds the lock, the manifest and the splits.
+    ``on_start`` runs once the existing files have been read and accepted, before anything is
+    generated: a refused resume (a corrupt line, a duplicate id) has changed no file by then.
 
     Raises:
         BindkitError: fewer than ``n`` examples after ``max_attempts`` attempts, or
@@ -196,6 +199,8 @@ def generate(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     controller, attempt, stats = resume(out)
+    if on_start is not None:
+        on_start()
     limit = max_attempts if max_attempts is not None else max(1000, 50 * n)
     bar = _Bar(n, controller.accepted, progress)
     in_a_row = 0
@@ -609,7 +614,6 @@ def _locked_run(
     clean_temporary(out)
     # read under the lock: the manifest a finished concurrent writer left is the one to match
     manifest = _manifest(describe(engine), seed, options, read_manifest(out))
-    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     start = time.perf_counter()
     controller, stats = generate(
         out,
@@ -620,6 +624,8 @@ def _locked_run(
         max_attempts=max_attempts,
         max_failures=max_failures,
         progress=progress,
+        # written only once resume() accepted the files: a refused run leaves the old manifest
+        on_start=lambda: atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n"),
     )
     seconds = time.perf_counter() - start
     counts = None
