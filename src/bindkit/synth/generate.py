@@ -513,6 +513,7 @@ def run(
     splits: bool = True,
     exclude_vocab: str | Path | None = None,
     mixed_lengths: bool = False,
+    drop_variants: bool = False,
     progress: bool | None = None,
 ) -> RunResult:
     """Generate a synthetic binding data set into ``out`` (resuming), then write its splits.
@@ -539,6 +540,8 @@ def run(
         exclude_vocab: a SABER vocabulary directory (or ``"builtin"``): also write the NoOverlap,
             Random and OverlapOnly training subsets (see :func:`bindkit.synth.splits.write_splits`).
         mixed_lengths: also write the MixedLengths training set.
+        drop_variants: let the splits delete an earlier split's variant folders these options
+            do not rewrite (otherwise refused before anything is generated).
         progress: show a progress bar (default: on unless ``BINDKIT_PROGRESS=0``).
 
     Example:
@@ -586,6 +589,7 @@ def run(
         "splits": splits,
         "exclude_vocab": None if exclude_vocab is None else str(exclude_vocab),
         "mixed_lengths": mixed_lengths,
+        "drop_variants": drop_variants,
     }
     try:
         with directory_lock(out, "bindkit synth generate"):
@@ -609,9 +613,11 @@ def _locked_run(
 ) -> RunResult:
     from bindkit._io import atomic_write_text
     from bindkit.synth.backends import describe
-    from bindkit.synth.splits import write_splits
+    from bindkit.synth.splits import check_variants_kept, write_splits
 
     clean_temporary(out)
+    if options["splits"] and not options["drop_variants"]:
+        check_variants_kept(out, options["exclude_vocab"], options["mixed_lengths"])
     # read under the lock: the manifest a finished concurrent writer left is the one to match
     manifest = _manifest(describe(engine), seed, options, read_manifest(out))
     start = time.perf_counter()
@@ -635,6 +641,7 @@ def _locked_run(
             seed=seed,
             exclude_vocab=options["exclude_vocab"],
             mixed_lengths=options["mixed_lengths"],
+            drop_variants=True,  # checked above, before generating
             lock=False,
         )
     return RunResult(out, controller, stats, seconds, counts)
