@@ -128,6 +128,8 @@ def _job(backend: RenderBackend, item: Item, mcq: MCQ, path: str) -> str | None:
         image = backend.render(item, mcq)
         write_image(Path(path), _encode_png(image, item.flip))
     except BindkitError as exc:
+        if getattr(exc, "fatal", False):  # e.g. the endpoint's deadline: stop the whole render
+            raise
         return str(exc)
     return None
 
