@@ -59,8 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
+    from bindkit._progress import library_progress
+
     try:
-        return int(handler(args))
+        with library_progress():  # the libraries' tqdm bars follow bindkit's progress policy
+            return int(handler(args))
     except BindkitError as exc:
         print(f"bindkit: error: {exc}", file=sys.stderr)
         return 2
