@@ -44,6 +44,14 @@ def register(commands: Any) -> None:
         "--max-retries", type=int, default=5, help="openai: retries on 408/429/5xx/network errors"
     )
     gen.add_argument(
+        "--deadline",
+        type=float,
+        default=600.0,
+        help="openai: stop when the server gave no answer for this many seconds, however many "
+        "requests wait or retry (a server that accepts connections and never answers); "
+        "default: 600",
+    )
+    gen.add_argument(
         "--max-failures",
         type=int,
         default=20,
@@ -147,6 +155,7 @@ def _generate(args: argparse.Namespace) -> int:
         max_retries=args.max_retries,
         max_failures=args.max_failures,
         max_attempts=args.max_attempts,
+        deadline=args.deadline,
         prompts=args.prompts,
         splits=not args.no_splits,
         exclude_vocab=args.exclude_vocab,
