@@ -982,7 +982,7 @@ SY_ROWS = [
     C("sy23", f"{SYN} --n 20 --out imm/s", "imm", 2, "imm/s: cannot create it (Operation not permitted)"),
     C("sy24", f"{SYN} --n 600 --out s", "s:truncated_last", 0, "triplets: train"),
     C("sy25", f"{SYN} --n 600 --out s", "s:dup", 2, "duplicate", unchanged=("s/examples.jsonl", "s/rejected.jsonl", "s/manifest.json")),
-    C("sy26", f"{SYN} --n 500 --out s", "s:500 imm_synth", 2, "operation not permitted"),
+    C("sy26", f"{SYN} --n 500 --out s", "s:500 imm_synth", 2, "error: s: operation not permitted"),
     C("sy27", f"{SYN} --n 20 --seed 1000000000000000000000000000000 --out s", "", 0, "triplets: train"),
     C("sy28", f"{SYN} --n 1 --out s", "", 0, "triplets: train"),
 ]
@@ -1063,6 +1063,13 @@ CA_ROWS = [
     C("ca14", "cache --path imm/embeddings.sqlite clear --all", "imm_cache", 2, "imm/embeddings.sqlite: cannot use the cache"),
 ]
 
+# issue 21: the commands added since the first review (saber render/review, synth re-splits
+# and deadlines, demo finetune, analyze, the benchmark tasks), one row per cell
+I21_ROWS = [
+    C("i21_ev01", "eval -q --no-report --model bow+dim=0 --data saber/good --out r", GOOD, 2, "dim=0", absent=("r",)),
+    C("i21_ev02", "eval -q --no-report --model nosuch:x --data saber/good --out a/b/r", GOOD, 2, "unknown model backend", absent=("a",)),
+]
+
 TOP_ROWS = [
     C("top01", "", "", 2, "usage: bindkit"),
     C("top02", "evall --model bow", "", 2, "invalid choice: 'evall'"),
@@ -1091,6 +1098,7 @@ ROWS: list[Case] = [
     *VV_ROWS,
     *SS_ROWS,
     *CA_ROWS,
+    *I21_ROWS,
 ]
 INPUTS = ("saber", "vocab", "trip", "sts", "synth", "a", "b", "d2", "big.jsonl", "c.sqlite")
 

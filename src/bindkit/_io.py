@@ -7,7 +7,8 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,25 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:  # one of them does not exist (yet)
         return False
+
+
+@contextmanager
+def removed_if_failed_empty(directory: Path) -> Iterator[None]:
+    """Run the body; if it fails, delete ``directory`` and the parents it created, when empty.
+
+    A command that fails (a bad model, a corrupt input) must not leave behind an empty output
+    directory it created itself; one that existed before, or holds anything, is kept.
+    """
+    created = [p for p in (Path(directory), *Path(directory).parents) if not p.exists()]
+    try:
+        yield
+    except BaseException:
+        for path in created:  # deepest first
+            try:
+                path.rmdir()  # only succeeds when empty
+            except OSError:
+                break
+        raise
 
 
 def stray_temps(directory: Path, names: Iterable[str]) -> list[Path]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from bindkit.errors import BindkitError, DataFormatError
+from bindkit.errors import BindkitError, DataFormatError, PathError
 from bindkit.synth.backends.base import AsyncBackend, Backend, Rejected
 from bindkit.synth.diversity import Controller, Plan
 from bindkit.synth.example import Example, complete
@@ -662,6 +662,8 @@ def run(
     try:
         with directory_lock(out, "bindkit synth generate"):
             return _locked_run(out, n, engine, seed, options, max_attempts, max_failures, progress)
+    except PathError:  # already one line naming the path and what to do
+        raise
     except OSError as exc:  # disk full, permissions changed under a long run, ...
         where = exc.filename or out
         raise BindkitError(
