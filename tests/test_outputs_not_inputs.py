@@ -48,3 +48,28 @@ def test_unrelated_and_sibling_paths_pass(tmp_path: Path) -> None:
     data = tmp_path / "s" / "saber.jsonl"
     check_not_input(tmp_path / "s" / "review.html", [data, tmp_path / "s" / "images"])
     check_not_input(tmp_path / "s2", [tmp_path / "s"])  # a shared name prefix is not nesting
+
+
+def test_copying_a_file_onto_itself_is_one_line_not_samefileerror(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`lines --out` equal to its input printed a bare `SameFileError`."""
+    import shutil
+
+    import bindkit.cli
+
+    source = tmp_path / "adapter_model.safetensors"
+    source.write_bytes(b"x")
+    real = bindkit.cli.build_parser
+
+    def build() -> object:
+        parser = real()
+        parser.set_defaults(handler=lambda _args: shutil.copy(source, tmp_path))
+        return parser
+
+    monkeypatch.setattr(bindkit.cli, "build_parser", build)
+    assert bindkit.cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bindkit: error: ") and "are the same file" in err
+    assert err.rstrip().endswith("; choose an output that is not an input")
+    assert err.count("\n") == 1

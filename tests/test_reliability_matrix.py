@@ -517,6 +517,17 @@ def _build(cell: Cell, name: str) -> None:
         _immutable(cell, d / "r")
     elif name == "imm_synth":
         _immutable(cell, d / "s")
+    elif name == "shapes":  # a SABER set the procedural renderer can draw, as s/
+        shutil.copytree(cell.base / "saber_shapes", d / "s")
+    elif name == "shapes_rendered":
+        shutil.copytree(cell.base / "saber_shapes_rendered", d / "s")
+    elif name == "tiny_shapes":  # s/ on a 2 MB disk that is already full
+        tiny = _mount(cell, "tiny", "size=2m")
+        shutil.copytree(cell.base / "saber_shapes", tiny / "s")
+        _fill(tiny)
+        filler = tiny / "filler"
+        with filler.open("r+b") as handle:  # room for the lock and a few images, not all
+            handle.truncate(filler.stat().st_size - 48 * 1024)
     elif name == "c.sqlite":
         _cache_db(d / "c.sqlite")
     elif name == "g.sqlite":
@@ -1067,6 +1078,14 @@ CA_ROWS = [
 # and deadlines, demo finetune, analyze, the benchmark tasks), one row per cell
 I21_ROWS = [
     C("i21_ev01", "eval -q --no-report --model bow+dim=0 --data saber/good --out r", GOOD, 2, "dim=0", absent=("r",)),
+    C("i21_ca01", "cache list --path c.sqlite", "c.sqlite", 0, "c.sqlite: 2 model(s)"),
+    C("i21_ca02", "cache clear --path c.sqlite --model nope", "c.sqlite", 2, "--model nope: no cached model"),
+    C("i21_ca03", "cache --path elsewhere.sqlite list --path c.sqlite", "c.sqlite", 0, "c.sqlite: 2 model(s)"),
+    C("i21_em01", "eval -q --no-report --model sentence-transformers/all-MiniLM-L6-v2 --data saber/good --out r", GOOD, 2, "write st:sentence-transformers/all-MiniLM-L6-v2 (sentence-transformers)", absent=("r",)),
+    C("i21_top01", "eval --taks sts --model bow", "", 2, "unrecognized arguments: --taks sts; did you mean --task?"),
+    C("i21_top02", "synth generate --n 5 --out s --concurency 3 --sedd 1", "", 2, "did you mean --concurrency for --concurency, --seed for --sedd?"),
+    C("i21_top03", "models --zzzzzz", "", 2, "unrecognized arguments: --zzzzzz"),
+    C("i21_rn01", "saber render tiny/s -q --size 64", "tiny_shapes", 2, "png: no space left on device; free space or choose another disk"),
     C("i21_ev02", "eval -q --no-report --model nosuch:x --data saber/good --out a/b/r", GOOD, 2, "unknown model backend", absent=("a",)),
 ]
 
@@ -1114,6 +1133,13 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, n in (("synth", "20"), ("synth500", "500")):
         argv = ["synth", "generate", "--backend", "template", "-q", "--n", n]
         assert main([*argv, "--out", str(root / name)]) == 0
+    from bindkit.saber.build import generate_saber
+    from bindkit.saber.render.procedural import ProceduralBackend
+    from bindkit.saber.render.run import render_saber
+
+    generate_saber(root / "saber_shapes", per_n=2, n_max=3, vocab="shapes")
+    shutil.copytree(root / "saber_shapes", root / "saber_shapes_rendered")
+    render_saber(root / "saber_shapes_rendered", ProceduralBackend(size=64), progress=False)
     saber = root / "saber" / "good"
     shutil.copytree(root / "saber_good", saber)
     eval_argv = ["eval", "-q", "--model", "bow", "--no-cache", "--no-report", "--data", str(saber)]
