@@ -528,6 +528,19 @@ def _build(cell: Cell, name: str) -> None:
         filler = tiny / "filler"
         with filler.open("r+b") as handle:  # room for the lock and a few images, not all
             handle.truncate(filler.stat().st_size - 48 * 1024)
+    elif name == "texts":  # inputs of `analyze`: bound texts and image-caption pairs
+        t = d / "t"
+        t.mkdir()
+        row = {"text": "a red cup and a blue box", "bindings": [["red", "cup"], ["blue", "box"]]}
+        (t / "texts.jsonl").write_text(json.dumps(row) + "\n")
+        (t / "empty.jsonl").write_text("")
+        (t / "bad.jsonl").write_text('{"text": \n')
+        (t / "bin.jsonl").write_bytes(b"\x96\xff\x00junk\n")
+        (t / "wrong.jsonl").write_text('{"query": "x"}\n')
+        (t / "img.png").write_bytes(b"\x89PNG not really")
+        pairs = [{"image": "img.png", "caption": "a red cup"}] * 2
+        (t / "pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+        (t / "noimage.jsonl").write_text(json.dumps({"image": "x.png", "caption": "c"}) + "\n")
     elif name == "c.sqlite":
         _cache_db(d / "c.sqlite")
     elif name == "g.sqlite":
@@ -1089,6 +1102,40 @@ I21_ROWS = [
     C("i21_ev02", "eval -q --no-report --model nosuch:x --data saber/good --out a/b/r", GOOD, 2, "unknown model backend", absent=("a",)),
 ]
 
+AT = "analyze attention --model bow --texts"
+TC = "analyze attention --model builtin:tiny-clip --texts"
+MG = "analyze modality-gap --model builtin:tiny-clip --pairs"
+I21_ANALYZE = [
+    C("i21_an01", f"{AT} t/texts.jsonl --out a", "texts", 2, "bow: has no torch forward path", absent=("a",)),
+    C("i21_an02", f"{TC} nope.jsonl --out a", "", 2, "nope.jsonl: not found"),
+    C("i21_an03", f"{TC} t/empty.jsonl --out a", "texts", 2, "t/empty.jsonl: no texts found"),
+    C("i21_an04", f"{TC} t/bad.jsonl --out a", "texts", 2, "t/bad.jsonl:1: corrupt JSON"),
+    C("i21_an05", f"{TC} t/bin.jsonl --out a", "texts", 2, "t/bin.jsonl:1: not UTF-8 text"),
+    C("i21_an06", f"{TC} t/wrong.jsonl --out a", "texts", 2, "cannot read attribute-object phrases"),
+    C("i21_an07", f"{TC} e --out a", "e", 2, "e/saber.jsonl: not found"),
+    C("i21_an08", f"{TC} t/texts.jsonl --limit 0", "texts", 2, "--limit 0: must be at least 1"),
+    C("i21_an09", f"{TC} t/texts.jsonl --limit -3", "texts", 2, "--limit -3: must be at least 1"),
+    C("i21_an10", f"{TC} t/texts.jsonl --batch-size 0", "texts", 2, "--batch-size 0: must be from 1 to 4096"),
+    C("i21_an11", f"{TC} t/texts.jsonl --batch-size 1000000000000", "texts", 2, "--batch-size 1,000,000,000,000: must be from 1 to 4096"),
+    C("i21_an12", f"{TC} t/texts.jsonl --batch-size abc", "texts", 2, "invalid int value: 'abc'"),
+    C("i21_an13", f"{TC} t/texts.jsonl --out t/texts.jsonl", "texts", 2, "--out t/texts.jsonl: is the input t/texts.jsonl"),
+    C("i21_an14", f"{TC} saber/good --out saber/good", GOOD, 2, "--out saber/good: is the input saber/good"),
+    C("i21_an15", f"{TC} saber/good --out saber/good/att", GOOD, 2, "is inside the input directory saber/good"),
+    C("i21_an16", f"{TC} t/texts.jsonl --out regular_file/a", "texts regular_file", 2, "regular_file/a: not a directory"),
+    C("i21_an17", f"{TC} t/texts.jsonl --out t/texts.jsonl/a", "texts", 2, "is inside the input directory t/texts.jsonl"),
+    C("i21_an18", f"{TC} t/texts.jsonl --out a", "texts", 2, "builtin:tiny-clip: attention analysis needs a sentence-transformers or multimodal-LLM embedder", absent=("a",), slow=True),
+    C("i21_mg01", f"{MG} nope.jsonl --out m", "", 2, "--pairs nope.jsonl: no such file"),
+    C("i21_mg02", f"{MG} t/empty.jsonl --out m", "texts", 2, "needs at least 2 image–caption rows"),
+    C("i21_mg03", f"{MG} t/bad.jsonl --out m", "texts", 2, "t/bad.jsonl:1: not valid JSON"),
+    C("i21_mg04", f"{MG} t/wrong.jsonl --out m", "texts", 2, "t/wrong.jsonl:1: each row needs an 'image' path and a 'caption' text"),
+    C("i21_mg05", f"{MG} t/bin.jsonl --out m", "texts", 2, "--pairs t/bin.jsonl: not UTF-8 text (byte 0)"),
+    C("i21_mg06", f"{MG} e --out m", "e", 2, "bindkit: error: e: is a directory; give a file path, not a directory"),
+    C("i21_mg07", f"{MG} t/pairs.jsonl --out t/pairs.jsonl", "texts", 2, "--out t/pairs.jsonl: is the input t/pairs.jsonl"),
+    C("i21_mg08", f"{MG} t/pairs.jsonl --out regular_file/m", "texts regular_file", 2, "regular_file/m: not a directory"),
+    C("i21_mg09", f"{MG} t/noimage.jsonl --out m", "texts", 2, "image 'x.png' not found"),
+    C("i21_mg10", "analyze modality-gap --model bow --pairs t/pairs.jsonl --out m", "texts", 2, "bow", absent=("m",)),
+]
+
 TOP_ROWS = [
     C("top01", "", "", 2, "usage: bindkit"),
     C("top02", "evall --model bow", "", 2, "invalid choice: 'evall'"),
@@ -1118,6 +1165,7 @@ ROWS: list[Case] = [
     *SS_ROWS,
     *CA_ROWS,
     *I21_ROWS,
+    *I21_ANALYZE,
 ]
 INPUTS = ("saber", "vocab", "trip", "sts", "synth", "a", "b", "d2", "big.jsonl", "c.sqlite")
 
