@@ -541,6 +541,15 @@ def _build(cell: Cell, name: str) -> None:
         pairs = [{"image": "img.png", "caption": "a red cup"}] * 2
         (t / "pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
         (t / "noimage.jsonl").write_text(json.dumps({"image": "x.png", "caption": "c"}) + "\n")
+    elif name == "junk":  # files of the wrong kind for the benchmark tasks
+        j = d / "j"
+        (j / "emptydir").mkdir(parents=True)
+        (j / "empty.jsonl").write_text("")
+        (j / "bad.jsonl").write_text('{"caption_0": \n')
+        (j / "bin.jsonl").write_bytes(b"\x96\xff\x00junk\n")
+        (j / "wrong.jsonl").write_text('{"query": "x"}\n')
+        (j / "junk.parquet").write_bytes(b"PAR1 not parquet")
+        (j / "persistent.pkl").write_bytes(b"P0\n.")  # pickle's message spans two lines
     elif name == "c.sqlite":
         _cache_db(d / "c.sqlite")
     elif name == "g.sqlite":
@@ -1136,6 +1145,29 @@ I21_ANALYZE = [
     C("i21_mg10", "analyze modality-gap --model bow --pairs t/pairs.jsonl --out m", "texts", 2, "bow", absent=("m",)),
 ]
 
+_TASK_CELLS = {
+    "sugarcrepe": {"emptydir": "j/emptydir/add_obj.json: not found", "empty.jsonl": "j/empty.jsonl: not a folder", "junk.parquet": "not a folder"},
+    "sugarcrepe_pp": {"emptydir": "j/emptydir/replace_att.json: not found", "bad.jsonl": "j/bad.jsonl: not a folder"},
+    "winoground": {"emptydir": "j/emptydir/examples.jsonl: not found", "empty.jsonl": "j/empty.jsonl: no items", "bad.jsonl": "j/bad.jsonl:1: corrupt JSON", "bin.jsonl": "j/bin.jsonl: binary data", "wrong.jsonl": "j/wrong.jsonl:1: field 'caption_0' must be a string"},
+    "colorswap": {"emptydir": "j/emptydir: no .parquet files", "empty.jsonl": "j/empty.jsonl: not a readable parquet file", "junk.parquet": "j/junk.parquet: not a readable parquet file"},
+    "bivlc": {"emptydir": "j/emptydir: no .parquet files", "bin.jsonl": "j/bin.jsonl: not a readable parquet file", "junk.parquet": "j/junk.parquet: not a readable parquet file"},
+    "aro": {"emptydir": "none of visual_genome_relation.json", "bad.jsonl": "j/bad.jsonl: not a folder"},
+    "mmeb": {"emptydir": "j/emptydir: no <subset>/*.parquet folders", "junk.parquet": "no <subset>/*.parquet folders"},
+    "roxford5k": {"emptydir": "j/emptydir/gnd_roxford5k.pkl: not found", "empty.jsonl": "j/empty.jsonl: not a readable pickle", "persistent.pkl": "j/persistent.pkl: not a readable pickle"},
+    "rparis6k": {"emptydir": "j/emptydir/gnd_rparis6k.pkl: not found", "bad.jsonl": "j/bad.jsonl: not a readable pickle", "persistent.pkl": "j/persistent.pkl: not a readable pickle"},
+}
+I21_TASKS = [
+    *(
+        C(f"i21_tk_{task}_{name.replace('.', '_')}", f"{EVAL} --task {task} --data j/{name} --out r", "junk", 2, fragment, absent=("r",))
+        for task, cells in _TASK_CELLS.items()
+        for name, fragment in cells.items()
+    ),
+    *(
+        C(f"i21_tk_{task}_missing", f"{EVAL} --task {task} --data nope --out r", "", 2, "--data nope: not found", absent=("r",))
+        for task in _TASK_CELLS
+    ),
+]
+
 TOP_ROWS = [
     C("top01", "", "", 2, "usage: bindkit"),
     C("top02", "evall --model bow", "", 2, "invalid choice: 'evall'"),
@@ -1166,6 +1198,7 @@ ROWS: list[Case] = [
     *CA_ROWS,
     *I21_ROWS,
     *I21_ANALYZE,
+    *I21_TASKS,
 ]
 INPUTS = ("saber", "vocab", "trip", "sts", "synth", "a", "b", "d2", "big.jsonl", "c.sqlite")
 

@@ -93,8 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with library_progress():  # the libraries' tqdm bars follow bindkit's progress policy
             return int(handler(args))
-    except BindkitError as exc:
-        print(f"bindkit: error: {exc}", file=sys.stderr)
+    except BindkitError as exc:  # one line, even when a library's message had several
+        print(f"bindkit: error: {' '.join(str(exc).splitlines())}", file=sys.stderr)
         return 2
     except shutil.SameFileError as exc:  # shutil.copy onto its own source
         print(f"bindkit: error: {exc}; choose an output that is not an input", file=sys.stderr)
