@@ -154,6 +154,7 @@ def _options(pairs: list[str]) -> tuple[tuple[str, Any], ...]:
 
 
 def _render(args: argparse.Namespace) -> int:
+    from bindkit.errors import BindkitError
     from bindkit.saber.render import make_backend
     from bindkit.saber.render.run import read_rejects, render_saber
 
@@ -161,6 +162,14 @@ def _render(args: argparse.Namespace) -> int:
     size = args.size if args.size is not None else (256 if args.backend == "procedural" else 1024)
     options: dict[str, Any] = {"size": size}
     if args.backend == "procedural":
+        ignored = [
+            name for name, value in (("--model", args.model), ("--option", args.option)) if value
+        ]
+        if ignored:
+            raise BindkitError(
+                f"{ignored[0]}: the procedural renderer takes no model or request options; use "
+                "it with --backend diffusers or openai"
+            )
         options["seed"] = args.seed
     elif args.backend == "diffusers":
         options.update(

@@ -199,6 +199,10 @@ def render_saber(
         raise BindkitError(f"--workers {workers}: must be at least 1")
     with directory_lock(directory, "bindkit saber render"):
         data = read_saber(directory)
+        if not data.mcqs:  # nothing to draw: refuse rather than rewrite the manifest
+            raise BindkitError(
+                f"{directory}/saber.jsonl: holds no MCQs; run `bindkit saber generate`"
+            )
         backend.check(data.mcqs)
         redo = set(redo)
         known = {item.id for mcq in data.mcqs for item in mcq.items}
