@@ -333,6 +333,8 @@ def _synth_dir(cell: Cell, variant: str) -> None:
     s = cell.dir / "s"
     small = ("20", "corrupt_rejected", "empty_examples", "unknown_type", "corrupt_split")
     source = cell.base / ("synth" if variant in small else "synth500")
+    if variant == "variants":  # an earlier split wrote every ablation variant
+        source = cell.base / "synth500_variants"
     shutil.copytree(source, s)
     examples = s / "examples.jsonl"
     lines = _lines(examples)
@@ -550,6 +552,9 @@ def _build(cell: Cell, name: str) -> None:
         (j / "wrong.jsonl").write_text('{"query": "x"}\n')
         (j / "junk.parquet").write_bytes(b"PAR1 not parquet")
         (j / "persistent.pkl").write_bytes(b"P0\n.")  # pickle's message spans two lines
+    elif name == "rejects":  # --redo files for `saber render`
+        (d / "rej_unknown.json").write_text('{"rejected": ["zzz"]}')
+        (d / "rej_bad.json").write_text('{"rejected": ')
     elif name == "c.sqlite":
         _cache_db(d / "c.sqlite")
     elif name == "g.sqlite":
@@ -1168,6 +1173,100 @@ I21_TASKS = [
     ),
 ]
 
+RN = "saber render s -q"
+RV = "saber review s"
+DM = "demo finetune --out d"
+VARIANTS = "no_overlap/, random/, overlap_only/, mixed_lengths/"
+I21_RENDER = [
+    C("i21_rn02", "saber render nope", "", 2, "nope/saber.jsonl: not found"),
+    C("i21_rn03", "saber render e", "e", 2, "e/saber.jsonl: not found"),
+    C("i21_rn04", "saber render regular_file", "regular_file", 2, "regular_file: not a directory"),
+    C("i21_rn05", "saber render saber/good -q", GOOD, 2, "cannot be drawn procedurally"),
+    C("i21_rn06", "saber render saber/truncated_mid -q", "saber:truncated_mid", 2, "saber.jsonl:6: corrupt JSON"),
+    C("i21_rn07", "saber render saber/empty_file -q", "saber:empty_file", 2, "holds no MCQs"),
+    C("i21_rn08", f"{RN} --size 0", "shapes", 2, "--size 0: must be from 16 to 4096", absent=("s/images",)),
+    C("i21_rn09", f"{RN} --size -5", "shapes", 2, "--size -5: must be from 16 to 4096"),
+    C("i21_rn10", f"{RN} --size 100000", "shapes", 2, "--size 100,000: must be from 16 to 4096"),
+    C("i21_rn11", f"{RN} --size 32", "shapes", 2, "--size 32: the procedural renderer needs 64..4096 pixels"),
+    C("i21_rn12", f"{RN} --workers 0", "shapes", 2, "--workers 0: must be from 1 to 256"),
+    C("i21_rn13", f"{RN} --workers 100000", "shapes", 2, "--workers 100,000: must be from 1 to 256"),
+    C("i21_rn14", f"{RN} --backend openai --model m --timeout nan", "shapes", 2, "--timeout nan: must be more than 0 and at most 3600"),
+    C("i21_rn15", f"{RN} --backend openai --model m --timeout 0", "shapes", 2, "--timeout 0: must be more than 0"),
+    C("i21_rn16", f"{RN} --backend openai --model m --deadline inf", "shapes", 2, "--deadline inf: must be more than 0 and at most 86,400"),
+    C("i21_rn17", f"{RN} --backend openai --model m --backoff -1", "shapes", 2, "--backoff -1: must be from 0 to 600"),
+    C("i21_rn18", f"{RN} --backend openai --model m --retries -1", "shapes", 2, "--retries -1: must be from 0 to 100"),
+    C("i21_rn19", f"{RN} --backend diffusers --model m --steps 0", "shapes", 2, "--steps 0: must be from 1 to 1000"),
+    C("i21_rn20", f"{RN} --backend diffusers --model m --guidance nan", "shapes", 2, "--guidance nan: must be from 0 to 100"),
+    C("i21_rn21", f"{RN} --seed abc", "shapes", 2, "invalid int value: 'abc'"),
+    C("i21_rn22", f"{RN} --backend openai", "shapes", 2, "--model is required for --backend openai"),
+    C("i21_rn23", f"{RN} --backend openai --model m --base-url ftp://x", "shapes", 2, "--base-url 'ftp://x': must start with http:// or https://"),
+    C("i21_rn24", f"{RN} --backend diffusers", "shapes", 2, "--model is required for --backend diffusers"),
+    C("i21_rn25", f"{RN} --option steps=3", "shapes", 2, "--option: the procedural renderer takes no model or request options"),
+    C("i21_rn26", f"{RN} --backend openai --model m --option x", "shapes", 2, "--option 'x': must look like KEY=VALUE"),
+    C("i21_rn27", f"{RN} --redo nope.json", "shapes", 2, "--redo nope.json: cannot read"),
+    C("i21_rn28", f"{RN} --size 64 --redo rej_unknown.json", "shapes_rendered rejects", 2, "--redo: 1 id(s) not in s (first: zzz)"),
+    C("i21_rn29", f"{RN} --size 64 --redo rej_bad.json", "shapes_rendered rejects", 2, "--redo rej_bad.json: corrupt JSON"),
+    C("i21_rn30", f"{RN} --size 64", "shapes imm_synth", 2, "s: operation not permitted"),
+    C("i21_rn31", f"{RN} --size 64", "shapes", 0, "", unchanged=()),
+    C("i21_rn32", f"{RN} --size 64", "shapes_rendered", 0, "", unchanged=("s/images",)),  # resumes: every image kept
+    C("i21_rn33", f"{RN} --backend openai --model m --base-url http://127.0.0.1:9/v1 --retries 0 --timeout 1", "shapes", 1, "image(s) failed; run the same command again", unchanged=("s/saber.jsonl",)),
+]
+I21_REVIEW = [
+    C("i21_rv01", f"{RV} --out s/saber.jsonl", "shapes_rendered", 2, "--out s/saber.jsonl: give an .html file name"),
+    C("i21_rv02", f"{RV} --out s/manifest.json", "shapes_rendered", 2, "--out s/manifest.json: give an .html file name"),
+    C("i21_rv03", f"{RV} --out s/images", "shapes_rendered", 2, "give an .html file name"),
+    C("i21_rv04", f"{RV} --out elsewhere.html", "shapes_rendered", 2, "must be a file directly in s", absent=("elsewhere.html",)),
+    C("i21_rv05", "saber review nope", "", 2, "nope/saber.jsonl: not found"),
+    C("i21_rv06", "saber review e", "e", 2, "e/saber.jsonl: not found"),
+    C("i21_rv07", "saber review saber/truncated_mid", "saber:truncated_mid", 2, "saber.jsonl:6: corrupt JSON"),
+    C("i21_rv08", "saber review saber/synth_as_saber", "saber:synth_as_saber", 2, "missing field 'kind'"),
+    C("i21_rv09", RV, "shapes_rendered imm_synth", 2, "s/review.html: operation not permitted"),
+    C("i21_rv10", RV, "shapes_rendered", 0, "wrote s/review.html", unchanged=("s/saber.jsonl", "s/manifest.json", "s/images")),
+    C("i21_rv11", f"{RV} --out s/rev.html", "shapes_rendered", 0, "wrote s/rev.html", unchanged=("s/saber.jsonl", "s/manifest.json", "s/images")),
+    C("i21_rv12", "saber review regular_file", "regular_file", 2, "regular_file/saber.jsonl: not found"),
+]
+I21_SYNTH = [
+    C("i21_ss01", "synth split s", "s:variants", 2, f"s: this split would delete {VARIANTS} from an earlier split"),
+    C("i21_ss02", "synth split s --exclude-vocab builtin", "s:variants", 2, "would delete mixed_lengths/ from an earlier split; pass --mixed-lengths again"),
+    C("i21_ss03", "synth split s --mixed-lengths", "s:variants", 2, "would delete no_overlap/, random/, overlap_only/ from an earlier split; pass --exclude-vocab again"),
+    C("i21_ss04", "synth split s --exclude-vocab builtin --mixed-lengths", "s:variants", 0, "triplets: train"),
+    C("i21_ss05", "synth split s --drop-variants", "s:variants", 0, "removed s/no_overlap/, s/random/, s/overlap_only/, s/mixed_lengths/ (--drop-variants)", absent=("s/random",)),
+    C("i21_ss06", "synth split s --verify", "s:variants", 0, "one complete set"),
+    C("i21_sy01", f"{SYN} --n 500 --out s", "s:variants", 2, "--drop-variants to delete them"),
+    C("i21_sy02", f"{SYN} --n 500 --out s --drop-variants", "s:variants", 0, "triplets: train", absent=("s/no_overlap",)),
+    C("i21_sy03", f"{SYN} --n 500 --out s --no-splits", "s:variants", 0, "500 examples"),
+    C("i21_so01", f"{OAI} --deadline nan --out s", "", 2, "--deadline nan: must be at least --timeout (120)", absent=("s",)),
+    C("i21_so02", f"{OAI} --deadline 10 --out s", "", 2, "--deadline 10.0: must be at least --timeout (120)"),
+    C("i21_so03", f"{OAI} --deadline -1 --out s", "", 2, "--deadline -1.0"),
+    C("i21_so04", f"{OAI} --deadline 1e9 --out s", "", 2, "at most 604,800"),
+    C("i21_so05", f"{OAI} --timeout inf --out s", "", 2, "--timeout inf"),
+    C("i21_so06", f"{OAI} --timeout nan --out s", "", 2, "--timeout nan"),
+    C("i21_so07", f"{OAI} --deadline abc --out s", "", 2, "invalid float value: 'abc'"),
+]
+I21_DEMO = [
+    C("i21_dm01", f"{DM} --examples 1000000000000", "", 2, "--examples 1,000,000,000,000: must be from 100 to 1,000,000", absent=("d",)),
+    C("i21_dm02", f"{DM} --examples 5", "", 2, "--examples 5: must be from 100 to 1,000,000"),
+    C("i21_dm03", f"{DM} --examples -1", "", 2, "--examples -1"),
+    C("i21_dm04", f"{DM} --examples abc", "", 2, "invalid int value: 'abc'"),
+    C("i21_dm05", f"{DM} --preserve-weight nan", "", 2, "--preserve-weight nan: must be from 0 to 1000", absent=("d",)),
+    C("i21_dm06", f"{DM} --preserve-weight inf", "", 2, "--preserve-weight inf: must be from 0 to 1000"),
+    C("i21_dm07", f"{DM} --preserve-weight -1", "", 2, "--preserve-weight -1: must be from 0 to 1000"),
+    C("i21_dm08", f"{DM} --saber-per-n 3", "", 2, "--saber-per-n 3: must be even", absent=("d",)),
+    C("i21_dm09", f"{DM} --saber-per-n 0", "", 2, "--saber-per-n 0: must be from 2 to 100,000"),
+    C("i21_dm10", f"{DM} --saber-per-n 1000000000", "", 2, "--saber-per-n 1,000,000,000: must be from 2 to 100,000"),
+    C("i21_dm11", f"{DM} --max-triplets 0", "", 2, "--max-triplets 0: must be from 32 to 2,000,000"),
+    C("i21_dm12", f"{DM} --max-triplets 100000000000", "", 2, "--max-triplets 100,000,000,000"),
+    C("i21_dm13", f"{DM} --sts sts/bad_score.tsv", "sts:bad_score.tsv", 2, "--sts: sts/bad_score.tsv: row 2: score 'high' is not a number", absent=("d",)),
+    C("i21_dm14", f"{DM} --sts sts/empty.tsv", "sts:empty.tsv", 2, "--sts: sts/empty.tsv: empty file", absent=("d",)),
+    C("i21_dm15", f"{DM} --sts sts/binary.tsv", "sts:binary.tsv", 2, "--sts: sts/binary.tsv", absent=("d",)),
+    C("i21_dm16", f"{DM} --sts sts/const_score.tsv", "sts:const_score.tsv", 2, "Spearman is undefined for constant scores", absent=("d",)),
+    C("i21_dm17", f"{DM} --sts sts/missing_col.csv", "sts:missing_col.csv", 2, "no second-text column", absent=("d",)),
+    C("i21_dm18", f"{DM} --sts trip/good.jsonl", "trip:good.jsonl", 2, "no first-text column", absent=("d",)),
+    C("i21_dm19", f"{DM} --sts nope.tsv", "", 2, "--sts nope.tsv: file not found"),
+    C("i21_dm20", f"{DM} --sts sts", "sts:good.tsv", 2, "--sts sts: file not found"),
+    C("i21_dm21", "demo finetune", "", 2, "the following arguments are required: --out"),
+]
+
 TOP_ROWS = [
     C("top01", "", "", 2, "usage: bindkit"),
     C("top02", "evall --model bow", "", 2, "invalid choice: 'evall'"),
@@ -1199,6 +1298,10 @@ ROWS: list[Case] = [
     *I21_ROWS,
     *I21_ANALYZE,
     *I21_TASKS,
+    *I21_RENDER,
+    *I21_REVIEW,
+    *I21_SYNTH,
+    *I21_DEMO,
 ]
 INPUTS = ("saber", "vocab", "trip", "sts", "synth", "a", "b", "d2", "big.jsonl", "c.sqlite")
 
@@ -1217,7 +1320,10 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from bindkit.saber.build import generate_saber
     from bindkit.saber.render.procedural import ProceduralBackend
     from bindkit.saber.render.run import render_saber
+    from bindkit.synth.splits import write_splits
 
+    shutil.copytree(root / "synth500", root / "synth500_variants")
+    write_splits(root / "synth500_variants", exclude_vocab="builtin", mixed_lengths=True)
     generate_saber(root / "saber_shapes", per_n=2, n_max=3, vocab="shapes")
     shutil.copytree(root / "saber_shapes", root / "saber_shapes_rendered")
     render_saber(root / "saber_shapes_rendered", ProceduralBackend(size=64), progress=False)
