@@ -1178,6 +1178,8 @@ RV = "saber review s"
 DM = "demo finetune --out d"
 VARIANTS = "no_overlap/, random/, overlap_only/, mixed_lengths/"
 I21_RENDER = [
+    C("i21_sg01", f"{SG} --vocab vocab/good --out vocab/good --overwrite", "vocab:good", 2, "--out vocab/good: is the input vocab/good"),
+    C("i21_sg02", f"{SG} --vocab vocab/good --out vocab/good/s", "vocab:good", 2, "--out vocab/good/s: is inside the input directory vocab/good", absent=("vocab/good/s",)),
     C("i21_rn02", "saber render nope", "", 2, "nope/saber.jsonl: not found"),
     C("i21_rn03", "saber render e", "e", 2, "e/saber.jsonl: not found"),
     C("i21_rn04", "saber render regular_file", "regular_file", 2, "regular_file: not a directory"),

@@ -238,8 +238,11 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from bindkit._io import check_not_input
     from bindkit.saber.build import generate_saber
 
+    if args.vocab is not None and args.vocab.is_dir():  # a named packaged one is no directory
+        check_not_input(args.out, [args.vocab])
     manifest = generate_saber(
         args.out,
         seed=args.seed,

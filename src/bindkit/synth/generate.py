@@ -342,7 +342,7 @@ class _Bar:
         from bindkit._progress import Progress, progress
 
         self.bar: Progress | None = (
-            progress(total, "examples", unit="ex", initial=start) if enabled else None
+            progress(total, "examples", unit="example", initial=start) if enabled else None
         )
         self.n = start
         self.shown = 0.0
