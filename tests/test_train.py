@@ -188,10 +188,22 @@ def test_model_dropout_sets_the_training_mode(
     assert modes == [dropout, dropout]
 
 
-def test_lines_sweep_and_adapters(tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path) -> None:
+def test_lines_sweep_and_adapters(
+    tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     record = train_triplets(
-        config(tiny_qwen2_vl, triplets, tmp_path / "r", lines=True, val=str(triplets), max_steps=2)
+        config(
+            tiny_qwen2_vl,
+            triplets,
+            tmp_path / "r",
+            lines=True,
+            val=str(triplets),
+            max_steps=2,
+            progress=True,
+        )
     )
+    err = capsys.readouterr().err
+    assert err.count("LiNeS: alpha ") >= 10  # issue 21: the sweep reports each point
     lines = record["lines"]
     assert lines["num_layers"] == 4 and len(lines["sweep"]) == 11
     raw = next(p for p in lines["sweep"] if p["alpha"] == 1.0)["val_triplet_accuracy"]

@@ -519,6 +519,9 @@ class _Run:
         for alpha in SWEEP:
             scale_live(self.model, lines_factors(depth, alpha), alpha)
             points.append({"alpha": alpha, **self.scores(self.embedder)})
+            # each point is a full validation pass: a long, otherwise silent phase
+            shown = ", ".join(f"{k} {v:.4f}" for k, v in points[-1].items() if k != "alpha")
+            self.say(f"LiNeS: alpha {alpha} ({len(points)}/{len(SWEEP)}): {shown}")
         scale_live(self.model, None)
         points.append({"alpha": 1.0, **raw})
         floor = raw["val_triplet_accuracy"] - self.config.lines_tolerance / 100
