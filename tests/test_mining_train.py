@@ -107,3 +107,50 @@ def test_train_clusters_parser_builds_the_config(
         8,
         0.02,
     )
+
+
+@pytest.mark.slow
+def test_a_killed_train_clusters_run_leaves_no_finished_looking_adapter(tmp_path: Path) -> None:
+    """Issue 21: kill -9 mid-run, then rerun: the result equals an uninterrupted run,
+    and a killed run never left a ``train.json`` beside a partial adapter."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("peft")
+    from safetensors.numpy import load_file
+
+    clusters = write_clusters(tmp_path / "c.jsonl")
+
+    def command(out: Path) -> list[str]:
+        return [
+            *(sys.executable, "-m", "bindkit", "train", "clusters", "--model", "st:default"),
+            *("--clusters", str(clusters), "--out", str(out), "--max-steps", "2"),
+            *("--clusters-per-step", "2", "--chunk-size", "3", "--warmup-steps", "1"),
+            *("--epochs", "2", "--lr", "1e-3"),
+        ]
+
+    start = time.perf_counter()
+    subprocess.run(command(tmp_path / "ref"), check=True, capture_output=True)
+    full = time.perf_counter() - start
+    reference = load_file(str(tmp_path / "ref" / "adapter_model.safetensors"))
+    losses = json.loads((tmp_path / "ref" / "train.json").read_text())["losses"]
+    for fraction in (0.6,):
+        out = tmp_path / f"k{fraction}"
+        process = subprocess.Popen(
+            command(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        time.sleep(fraction * full)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        if (out / "train.json").exists():  # finished before the kill: it must be whole
+            load_file(str(out / "adapter_model.safetensors"))
+        subprocess.run(command(out), check=True, capture_output=True)
+        again = load_file(str(out / "adapter_model.safetensors"))
+        assert again.keys() == reference.keys()
+        assert all(np.allclose(again[k], reference[k], atol=1e-6) for k in reference)
+        saved = json.loads((out / "train.json").read_text())["losses"]
+        assert np.allclose(saved, losses, atol=1e-6)
+        assert not any(p.name.endswith(".tmp") for p in out.iterdir())
