@@ -15,12 +15,12 @@ import numpy as np
 
 from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder
-from bindkit.errors import BindkitError
+from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.containment import fraction_above
 from bindkit.metrics.mcq import winner_shares
 from bindkit.metrics.retrieval import average_precision, count_at_least, relevant_scores
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
-from bindkit.saber.io import CANDIDATE_ROLES, MCQ, Item, SaberSet, read_saber
+from bindkit.saber.io import CANDIDATE_ROLES, MCQ, Item, SaberSet, read_saber, role_positions
 from bindkit.tasks.base import PAIRINGS, Dataset, EvalContext, Task, TaskMetadata, embed
 
 
@@ -58,6 +58,10 @@ class SaberTask(Task):
             raise BindkitError(f"{saber_file(data)}: holds no MCQs; regenerate it")
         seen: dict[str, int] = {}
         for number, mcq in enumerate(saber.mcqs, start=1):
+            try:
+                role_positions(mcq)  # refused here, before any embedding
+            except DataFormatError as exc:
+                raise DataFormatError(f"{saber_file(data)}: {exc}") from None
             if mcq.id in seen:
                 raise BindkitError(
                     f"{saber_file(data)}: MCQ id {mcq.id!r} appears twice (MCQs {seen[mcq.id]} "
@@ -116,12 +120,15 @@ def _inputs(saber: SaberSet, items: list[Item], modality: str) -> list[Any]:
 
 def score_saber(mcqs: list[MCQ], queries: np.ndarray, gallery: np.ndarray) -> dict[str, Any]:
     """All SABER metrics from query vectors (one per MCQ) and gallery vectors (4 per MCQ, in
-    file order, candidates in role order). Pure: no embedding happens here."""
+    file order). Each candidate's role is read from its ``role`` field, not its position
+    (:func:`bindkit.saber.io.role_positions`). Pure: no embedding happens here."""
     m, dim = queries.shape
     if gallery.shape != (4 * m, dim):
         raise ValueError(f"gallery must be ({4 * m}, {dim}), got {gallery.shape}")
-    options = gallery.reshape(m, 4, dim)
-    mcq_scores = np.einsum("md,mkd->mk", queries, options)
+    # column k of `by_role` is the gallery row of the candidate with role CANDIDATE_ROLES[k]
+    by_role = 4 * np.arange(m)[:, None] + np.array([role_positions(x) for x in mcqs], dtype=int)
+    exact = by_role[:, 0]  # the binding-preserving candidates
+    mcq_scores = np.einsum("md,mkd->mk", queries, gallery[by_role])
     shares = winner_shares(mcq_scores)
     credit = shares[:, 0]
     ns = np.array([x.n for x in mcqs])
@@ -138,8 +145,7 @@ def score_saber(mcqs: list[MCQ], queries: np.ndarray, gallery: np.ndarray) -> di
     independent = [i for i, x in enumerate(mcqs) if x.kind == "independent"]
     if independent:
         idx = np.array(independent)
-        own = [[4 * i + k for k in range(4)] for i in independent]
-        own_scores = relevant_scores(queries[idx], gallery, own)
+        own_scores = relevant_scores(queries[idx], gallery, by_role[idx].tolist())
         thresholds = np.stack([own_scores[:, 0], own_scores.min(axis=1)], axis=1)
         counts = count_at_least(queries[idx], gallery, thresholds)
         ap = 1.0 / counts[:, 0]  # one relevant item: precision at its rank
@@ -160,10 +166,10 @@ def score_saber(mcqs: list[MCQ], queries: np.ndarray, gallery: np.ndarray) -> di
             step = mcqs[i].step or 0
             later = [chain[s] for s in sorted(chain) if s > step]
             earlier = [chain[s] for s in sorted(chain) if s < step]
-            relevant.append([4 * i] + [4 * j for j in later])
-            exact = float(queries[i] @ gallery[4 * i])
-            subset_pairs += [(float(queries[i] @ gallery[4 * j]), exact) for j in earlier]
-            superset_pairs += [(float(queries[i] @ gallery[4 * j]), exact) for j in later]
+            relevant.append([exact[i]] + [exact[j] for j in later])
+            own = float(queries[i] @ gallery[exact[i]])
+            subset_pairs += [(float(queries[i] @ gallery[exact[j]]), own) for j in earlier]
+            superset_pairs += [(float(queries[i] @ gallery[exact[j]]), own) for j in later]
         idx = np.array(nested)
         ap = average_precision(queries[idx], gallery, relevant)
         scores["map_nested"] = float(ap.mean())
