@@ -18,7 +18,7 @@ from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.containment import fraction_above
 from bindkit.metrics.mcq import winner_shares
-from bindkit.metrics.retrieval import average_precision, count_at_least, relevant_scores
+from bindkit.metrics.retrieval import average_precision, group_ends
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 from bindkit.saber.io import CANDIDATE_ROLES, MCQ, Item, SaberSet, read_saber, role_positions
 from bindkit.tasks.base import PAIRINGS, Dataset, EvalContext, Task, TaskMetadata, embed
@@ -37,6 +37,7 @@ class SaberTask(Task):
         license="this package",
         published="built in (`bindkit saber generate`)",
         data_help="a directory made by `bindkit saber generate` (default: the default set)",
+        version=2,  # 2: roles read from the file, chained tie groups (issue #26)
     )
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
@@ -145,11 +146,9 @@ def score_saber(mcqs: list[MCQ], queries: np.ndarray, gallery: np.ndarray) -> di
     independent = [i for i, x in enumerate(mcqs) if x.kind == "independent"]
     if independent:
         idx = np.array(independent)
-        own_scores = relevant_scores(queries[idx], gallery, by_role[idx].tolist())
-        thresholds = np.stack([own_scores[:, 0], own_scores.min(axis=1)], axis=1)
-        counts = count_at_least(queries[idx], gallery, thresholds)
-        ap = 1.0 / counts[:, 0]  # one relevant item: precision at its rank
-        top4 = counts[:, 1] <= 4
+        ends = np.stack(group_ends(queries[idx], gallery, by_role[idx].tolist()))
+        ap = 1.0 / ends[:, 0]  # one relevant item: precision where its tie group ends
+        top4 = ends.max(axis=1) <= 4  # every own candidate's tie group ends by rank 4
         scores["map_independent"] = float(ap.mean())
         scores["map_independent_by_n"] = _by(ap, ns[idx])
         scores["top4_occupancy"] = float(top4.mean())
