@@ -50,7 +50,8 @@ def tie_group_ends(scores: np.ndarray, values: np.ndarray) -> np.ndarray:
         >>> tie_group_ends(np.array([0.9, 0.5, 0.5 - 6e-7, 0.1]), np.array([0.9, 0.5])).tolist()
         [1, 3]
     """
-    ascending = np.sort(np.asarray(scores, dtype=np.float64))
+    # sort in the scores' own precision (faster for float32), compare in float64
+    ascending = np.sort(np.asarray(scores)).astype(np.float64)
     # a group starts (in ascending order) where the score below is more than TIE_EPS lower
     starts = np.flatnonzero(np.r_[True, ascending[1:] - ascending[:-1] > TIE_EPS])
     position = np.searchsorted(ascending, np.asarray(values, dtype=np.float64), side="left")
