@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from bindkit.metrics import retrieval
 from bindkit.metrics.containment import fraction_above
 from bindkit.metrics.correlation import average_ranks, spearman, triplet_accuracy
 from bindkit.metrics.mcq import mcq_accuracy, mcq_credit, winner_shares
@@ -155,8 +158,9 @@ def test_one_tie_rule_chains_near_ties() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@example(gaps=[20, 20], relevant=[True, False, False], seed=0)
-@example(gaps=[20, 20], relevant=[False, True, False], seed=0)
+@example(gaps=[20, 20], relevant=[True, False, False], seed=0, window=retrieval.WINDOW)
+@example(gaps=[20, 20], relevant=[False, True, False], seed=0, window=retrieval.WINDOW)
+@example(gaps=[TIE_ULPS] * 25, relevant=[True] + [False] * 25, seed=0, window=2e-6)
 @given(
     gaps=st.lists(
         st.sampled_from([0, 1, 16, TIE_ULPS - 1, TIE_ULPS, TIE_ULPS + 1, 40, 67, 68, 10_000]),
@@ -165,12 +169,14 @@ def test_one_tie_rule_chains_near_ties() -> None:
     ),
     relevant=st.lists(st.booleans(), min_size=26, max_size=26),
     seed=st.integers(0, 1000),
+    window=st.sampled_from([retrieval.WINDOW, 2e-6]),
 )
 def test_blocked_and_dense_ap_agree_on_near_ties(
-    gaps: list[int], relevant: list[bool], seed: int
+    gaps: list[int], relevant: list[bool], seed: int, window: float
 ) -> None:
     """Near-tie score lists (gaps around TIE_EPS, chains of them, exact ties) in any storage
-    order: the blocked AP, the dense reference and the MCQ top group follow one rule."""
+    order: the blocked AP, the dense reference and the MCQ top group follow one rule. A narrow
+    first window makes chains leave it, so the whole-row path is checked too."""
     scores = _scores_from_gaps(gaps)
     is_relevant = np.array(relevant[: len(scores)])
     if not is_relevant.any():
@@ -178,7 +184,8 @@ def test_blocked_and_dense_ap_agree_on_near_ties(
     order = np.random.default_rng(seed).permutation(len(scores))
     scores, is_relevant = scores[order], is_relevant[order]
     dense = average_precision_dense(scores, is_relevant)
-    assert _blocked_ap(scores, is_relevant) == pytest.approx(dense, abs=1e-12)
+    with mock.patch.object(retrieval, "WINDOW", window):
+        assert _blocked_ap(scores, is_relevant) == pytest.approx(dense, abs=1e-12)
     # the MCQ's top group is the ranking's first tie group: the best option alone relevant is
     # retrieved with its whole group, so AP = 1/k exactly when it shares the win with k - 1
     best = int(np.argmax(scores))

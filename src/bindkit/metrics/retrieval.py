@@ -46,18 +46,49 @@ def tie_group_ends(scores: np.ndarray, values: np.ndarray) -> np.ndarray:
     the top of ``scores`` sorted in descending order, at which its tie group ends, i.e. the
     number of scores at or above the group's floor.
 
+    Only the scores from just below the lowest value up to the highest are sorted; the whole
+    row is sorted only when a tie group reaches the bottom of that window.
+
     Example:
         >>> tie_group_ends(np.array([0.9, 0.5, 0.5 - 6e-7, 0.1]), np.array([0.9, 0.5])).tolist()
         [1, 3]
     """
+    scores = np.asarray(scores)
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    # bounds in the scores' dtype (the values occur in the scores; the lower bound is rounded
+    # there), so the comparisons are exact under any numpy casting rules
+    high = np.asarray(values.max(), dtype=scores.dtype)
+    low = np.asarray(values.min() - WINDOW, dtype=scores.dtype)
+    window = scores[(scores >= low) & (scores <= high)]
+    floors = _group_floors(window, values)
+    if (floors - float(low) > TIE_EPS).all():  # no group can reach below the window
+        above = np.count_nonzero(scores > high)
+        return above + _at_least(window, floors)
+    floors = _group_floors(scores, values)
+    return _at_least(scores, floors)
+
+
+def _at_least(scores: np.ndarray, floors: np.ndarray) -> np.ndarray:
+    """#{scores >= f} for each floor f (floors are float64 copies of values in ``scores``)."""
+    as_scores = floors.astype(scores.dtype)  # exact: each floor is one of the scores
+    counts: np.ndarray = (scores[None, :] >= as_scores[:, None]).sum(axis=1)
+    return counts
+
+
+WINDOW = 64 * TIE_EPS  # how far below the lowest value tie_group_ends looks first
+
+
+def _group_floors(scores: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The lowest score of each value's tie group among ``scores`` (values occur in them)."""
     # sort in the scores' own precision (faster for float32), compare in float64
-    ascending = np.sort(np.asarray(scores)).astype(np.float64)
+    ascending = np.sort(scores).astype(np.float64)
     # a group starts (in ascending order) where the score below is more than TIE_EPS lower
     starts = np.flatnonzero(np.r_[True, ascending[1:] - ascending[:-1] > TIE_EPS])
-    position = np.searchsorted(ascending, np.asarray(values, dtype=np.float64), side="left")
-    floor = starts[np.searchsorted(starts, position, side="right") - 1]
-    ends: np.ndarray = len(ascending) - floor
-    return ends
+    position = np.searchsorted(ascending, values, side="left")
+    floors: np.ndarray = ascending[starts[np.searchsorted(starts, position, side="right") - 1]]
+    return floors
 
 
 def group_ends(
