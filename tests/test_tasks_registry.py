@@ -50,8 +50,10 @@ def test_numbers_are_those_of_the_pre_plugin_code(
         [model], task=task, data=data, out=tmp_path, cache=False, report=False, verbose=False
     )
     expected = PREMOVE[f"{model}|{task}"]
-    assert record["counts"] == expected["counts"]
-    assert record["scores"] == expected["scores"]
+    # what the old code computed is unchanged; later additions (SABER's subset-above-superset
+    # containment and comparison counts, issue #26) are tested where they are defined
+    assert {k: record["counts"][k] for k in expected["counts"]} == expected["counts"]
+    assert {k: record["scores"][k] for k in expected["scores"]} == expected["scores"]
 
 
 class _ManySubsets(Task):

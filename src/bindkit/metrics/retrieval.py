@@ -1,16 +1,29 @@
-"""Exact average precision over large galleries, in bounded memory.
+"""Exact average precision over large galleries, in bounded memory, under one tie rule.
 
-With R relevant items and s_r the score of relevant item r::
+**Tie rule** (:data:`bindkit.metrics.TIE_EPS` = 1e-6). Two scores are tied when they are at most
+``TIE_EPS`` apart: ``higher - lower <= TIE_EPS``, computed in float64, so a difference of exactly
+``TIE_EPS`` is a tie. Ties chain: a *tie group* is a maximal run of the sorted scores in which
+each score is at most ``TIE_EPS`` below the one before it. This is the transitive closure of
+"tied", so two tied scores always share a group, and a score's group does not depend on which
+scores lie far above it. (Groups anchored at their top item have neither property: with 0.5,
+0.5 - 0.6e-6 and 0.5 - 1.2e-6, the last two are tied but would be split, and adding a score
+above can move every boundary below it.) A group can span more than ``TIE_EPS`` when several
+scores chain; in a gallery so dense that neighbouring scores are routinely closer than
+``TIE_EPS`` (millions of random vectors) whole stretches of low-ranked items form one group.
 
-    AP = (1/R) * sum_r  #{relevant with score >= s_r} / #{gallery items with score >= s_r}
+**AP.** A ranking retrieves whole tie groups. With R relevant items and ``e_r`` the rank at which
+relevant item r's tie group ends (:func:`group_ends`)::
 
-Without ties this is the usual AP; items tied with a relevant item (within
-:data:`bindkit.metrics.TIE_EPS`) are retrieved together with it, as in scikit-learn's threshold
-definition, so ties never favour a model by accident of storage order.
+    AP = (1/R) * sum_r  #{relevant r' with e_r' <= e_r} / e_r
 
-Only "how many gallery items score at least s" is needed per relevant score s;
-:func:`count_at_least` accumulates it over (query block x gallery block) tiles, so the full
-queries x gallery score matrix is never held in memory.
+Without ties this is the usual AP; items tied with a relevant item are retrieved together with it
+(scikit-learn's threshold definition, with thresholds at group floors), so ties never favour a
+model by accident of storage order. :func:`average_precision_dense` is the plain reference.
+
+Scores are computed for a block of queries against the whole gallery at a time, the block sized
+so that its scores take at most ``ROW_BUDGET`` bytes: the full queries x gallery matrix is never
+held. Every score of one query, the relevant items' included, comes from that one product, so a
+(query, item) pair has one score however it is used.
 """
 
 from __future__ import annotations
@@ -21,62 +34,99 @@ import numpy as np
 
 from bindkit.metrics import TIE_EPS
 
+ROW_BUDGET = 64 * 2**20  # bytes of float32 scores per query block
+
 
 def _no_progress(_n: int) -> None:
     return None
 
 
-def count_at_least(
-    queries: np.ndarray,
-    gallery: np.ndarray,
-    thresholds: np.ndarray,
-    *,
-    query_block: int = 256,
-    gallery_block: int = 65536,
-    progress: Callable[[int], None] = _no_progress,
-) -> np.ndarray:
-    """#{g : <queries[q], gallery[g]> >= thresholds[q, j] - TIE_EPS} for every q and column j.
+def tie_group_ends(scores: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """For each of ``values`` (scores that occur in the 1-D ``scores``): the rank, counted from
+    the top of ``scores`` sorted in descending order, at which its tie group ends, i.e. the
+    number of scores at or above the group's floor.
 
-    ``thresholds`` has shape (queries, T); pad short rows with +inf (counts 0). Peak extra memory
-    is one float32 tile of query_block x gallery_block (64 MiB with the defaults).
+    Only the scores from just below the lowest value up to the highest are sorted; the whole
+    row is sorted only when a tie group reaches the bottom of that window.
+
+    Example:
+        >>> tie_group_ends(np.array([0.9, 0.5, 0.5 - 6e-7, 0.1]), np.array([0.9, 0.5])).tolist()
+        [1, 3]
     """
-    queries = np.asarray(queries, dtype=np.float32)
-    gallery = np.asarray(gallery, dtype=np.float32)
-    limits = np.asarray(thresholds, dtype=np.float32) - np.float32(TIE_EPS)
-    counts = np.zeros(limits.shape, dtype=np.int64)
-    for q0 in range(0, len(queries), query_block):
-        q1 = min(q0 + query_block, len(queries))
-        block_q, block_t = queries[q0:q1], limits[q0:q1]
-        for g0 in range(0, len(gallery), gallery_block):
-            tile = block_q @ gallery[g0 : g0 + gallery_block].T
-            for j in range(block_t.shape[1]):
-                counts[q0:q1, j] += np.count_nonzero(tile >= block_t[:, j, None], axis=1)
-        progress(q1 - q0)
+    scores = np.asarray(scores)
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    # bounds in the scores' dtype (the values occur in the scores; the lower bound is rounded
+    # there), so the comparisons are exact under any numpy casting rules
+    high = np.asarray(values.max(), dtype=scores.dtype)
+    low = np.asarray(values.min() - WINDOW, dtype=scores.dtype)
+    window = scores[(scores >= low) & (scores <= high)]
+    floors = _group_floors(window, values)
+    if (floors - float(low) > TIE_EPS).all():  # no group can reach below the window
+        above = np.count_nonzero(scores > high)
+        return above + _at_least(window, floors)
+    floors = _group_floors(scores, values)
+    return _at_least(scores, floors)
+
+
+def _at_least(scores: np.ndarray, floors: np.ndarray) -> np.ndarray:
+    """#{scores >= f} for each floor f (floors are float64 copies of values in ``scores``)."""
+    as_scores = floors.astype(scores.dtype)  # exact: each floor is one of the scores
+    counts: np.ndarray = (scores[None, :] >= as_scores[:, None]).sum(axis=1)
     return counts
 
 
-def relevant_scores(
-    queries: np.ndarray, gallery: np.ndarray, relevant: Sequence[Sequence[int]]
-) -> np.ndarray:
-    """Scores of each query's relevant gallery items as a (queries, max R) array, +inf padded."""
-    width = max((len(r) for r in relevant), default=1)
-    out = np.full((len(relevant), max(width, 1)), np.inf, dtype=np.float32)
-    for q, items in enumerate(relevant):
-        if len(items):
-            out[q, : len(items)] = gallery[np.asarray(items)] @ np.asarray(queries[q], np.float32)
+WINDOW = 64 * TIE_EPS  # how far below the lowest value tie_group_ends looks first
+
+
+def _group_floors(scores: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The lowest score of each value's tie group among ``scores`` (values occur in them)."""
+    # sort in the scores' own precision (faster for float32), compare in float64
+    ascending = np.sort(scores).astype(np.float64)
+    # a group starts (in ascending order) where the score below is more than TIE_EPS lower
+    starts = np.flatnonzero(np.r_[True, ascending[1:] - ascending[:-1] > TIE_EPS])
+    position = np.searchsorted(ascending, values, side="left")
+    floors: np.ndarray = ascending[starts[np.searchsorted(starts, position, side="right") - 1]]
+    return floors
+
+
+def group_ends(
+    queries: np.ndarray,
+    gallery: np.ndarray,
+    items: Sequence[Sequence[int]],
+    *,
+    query_block: int | None = None,
+    progress: Callable[[int], None] = _no_progress,
+) -> list[np.ndarray]:
+    """For every query q: the rank at which the tie group of each gallery item in ``items[q]``
+    ends in q's ranking of the whole gallery (:func:`tie_group_ends`).
+
+    ``query_block`` queries are scored at a time (default: as many as fit in ``ROW_BUDGET``
+    bytes of float32 scores, at most 256).
+    """
+    queries = np.asarray(queries, dtype=np.float32)
+    gallery = np.asarray(gallery, dtype=np.float32)
+    if query_block is None:
+        query_block = int(min(256, max(1, ROW_BUDGET // (4 * max(len(gallery), 1)))))
+    out: list[np.ndarray] = []
+    for q0 in range(0, len(queries), query_block):
+        rows = queries[q0 : q0 + query_block] @ gallery.T
+        for offset, row in enumerate(rows):
+            wanted = np.asarray(items[q0 + offset], dtype=np.int64)
+            out.append(tie_group_ends(row, row[wanted]) if len(wanted) else wanted)
+        progress(len(rows))
     return out
 
 
-def average_precision_from_counts(scores: np.ndarray, at_least: np.ndarray) -> np.ndarray:
-    """AP per query from its relevant scores ((queries, R), +inf padded) and the gallery counts
-    at those scores (:func:`count_at_least`); NaN for a query without relevant items."""
-    out = np.full(len(scores), np.nan, dtype=np.float64)
-    for q in range(len(scores)):
-        valid = np.isfinite(scores[q])
-        s, n = scores[q][valid].astype(np.float64), at_least[q][valid]
-        if len(s):
-            relevant_at_least = (s[None, :] >= s[:, None] - TIE_EPS).sum(axis=1)
-            out[q] = float(np.mean(relevant_at_least / n))
+def average_precision_from_ends(ends: Sequence[np.ndarray]) -> np.ndarray:
+    """AP per query from the group ends of its relevant items (:func:`group_ends`); NaN for a
+    query without relevant items."""
+    out = np.full(len(ends), np.nan, dtype=np.float64)
+    for q, e in enumerate(ends):
+        if len(e):
+            relevant_at_or_above = (e[None, :] <= e[:, None]).sum(axis=1)
+            out[q] = float(np.mean(relevant_at_or_above / e))
     return out
 
 
@@ -85,26 +135,20 @@ def average_precision(
     gallery: np.ndarray,
     relevant: Sequence[Sequence[int]],
     *,
-    query_block: int = 256,
-    gallery_block: int = 65536,
+    query_block: int | None = None,
     progress: Callable[[int], None] = _no_progress,
 ) -> np.ndarray:
-    """Exact AP of every query against the whole gallery, blocked (see the module docstring)."""
-    scores = relevant_scores(queries, gallery, relevant)
-    counts = count_at_least(
-        queries,
-        gallery,
-        scores,
-        query_block=query_block,
-        gallery_block=gallery_block,
-        progress=progress,
-    )
-    return average_precision_from_counts(scores, counts)
+    """Exact AP of every query against the whole gallery, in query blocks (see the module
+    docstring)."""
+    ends = group_ends(queries, gallery, relevant, query_block=query_block, progress=progress)
+    return average_precision_from_ends(ends)
 
 
 def average_precision_dense(scores: np.ndarray, is_relevant: np.ndarray) -> float:
-    """Plain AP of one dense ranking: sort, walk down, average precision at each hit, items with
-    equal scores retrieved together. The reference the blocked version is tested against."""
+    """Plain AP of one dense ranking: sort, cut into tie groups (a new group wherever a score is
+    more than ``TIE_EPS`` below the one before it), walk down, and credit each group's hits with
+    the precision at the group's last rank. The reference the blocked version is tested against."""
+    scores = np.asarray(scores, dtype=np.float64)
     order = np.argsort(-scores, kind="stable")
     scores, is_relevant = scores[order], np.asarray(is_relevant, bool)[order]
     n_relevant = int(is_relevant.sum())
@@ -113,7 +157,7 @@ def average_precision_dense(scores: np.ndarray, is_relevant: np.ndarray) -> floa
     total, i = 0.0, 0
     while i < len(scores):
         j = i
-        while j + 1 < len(scores) and scores[j + 1] >= scores[i] - TIE_EPS:
+        while j + 1 < len(scores) and scores[j] - scores[j + 1] <= TIE_EPS:
             j += 1
         hits = int(is_relevant[i : j + 1].sum())
         total += hits / n_relevant * int(is_relevant[: j + 1].sum()) / (j + 1)

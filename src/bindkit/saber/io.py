@@ -9,7 +9,8 @@ One line of ``saber.jsonl``::
             "image_prompt", "flip": bool, "image": null | path relative to DIR}
     REALIZATION = {"text": "white and orange striped", "slots": {"color1": "white", ...}}
 
-Candidates are stored in the fixed role order of :data:`CANDIDATE_ROLES`. ``realizations`` holds
+Candidates are written in the fixed role order of :data:`CANDIDATE_ROLES`; readers find a role by
+each candidate's ``role`` (:func:`role_positions`), never by position. ``realizations`` holds
 the one instantiated appearance of every attribute that occurs in the MCQ (reused by the query and
 all candidates), so renderers and the validator need not parse generation texts.
 """
@@ -98,7 +99,8 @@ class MCQ:
         return (self.query, *self.candidates)
 
     def candidate(self, role: Role) -> Item:
-        return self.candidates[CANDIDATE_ROLES.index(role)]
+        """The candidate whose ``role`` field is ``role`` (see :func:`role_positions`)."""
+        return self.candidates[role_positions(self)[CANDIDATE_ROLES.index(role)]]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +113,25 @@ class MCQ:
             "candidates": [c.to_json() for c in self.candidates],
             "realizations": {k: v.to_json() for k, v in self.realizations.items()},
         }
+
+
+def role_positions(mcq: MCQ) -> tuple[int, ...]:
+    """Where each of :data:`CANDIDATE_ROLES` sits among ``mcq.candidates``, read from each
+    candidate's ``role`` field, so a file with its candidates in another order still scores each
+    role as itself.
+
+    Raises:
+        DataFormatError: the query's role is not ``query`` or the candidates are not one of each
+            candidate role; the message names the MCQ.
+    """
+    roles = [c.role for c in mcq.candidates]
+    if mcq.query.role != "query" or sorted(roles) != sorted(CANDIDATE_ROLES):
+        raise DataFormatError(
+            f"MCQ {mcq.id!r}: query role {mcq.query.role!r}, candidate roles {roles}; a query "
+            f"needs role 'query' and one candidate of each of {', '.join(CANDIDATE_ROLES)}; "
+            "regenerate the set (`bindkit saber validate DIR` lists every violation)"
+        )
+    return tuple(roles.index(role) for role in CANDIDATE_ROLES)
 
 
 @dataclass(frozen=True)

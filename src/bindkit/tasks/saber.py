@@ -15,12 +15,12 @@ import numpy as np
 
 from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder
-from bindkit.errors import BindkitError
+from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.containment import fraction_above
 from bindkit.metrics.mcq import winner_shares
-from bindkit.metrics.retrieval import average_precision, count_at_least, relevant_scores
+from bindkit.metrics.retrieval import average_precision, group_ends
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
-from bindkit.saber.io import CANDIDATE_ROLES, MCQ, Item, SaberSet, read_saber
+from bindkit.saber.io import CANDIDATE_ROLES, MCQ, Item, SaberSet, read_saber, role_positions
 from bindkit.tasks.base import PAIRINGS, Dataset, EvalContext, Task, TaskMetadata, embed
 
 
@@ -37,7 +37,20 @@ class SaberTask(Task):
         license="this package",
         published="built in (`bindkit saber generate`)",
         data_help="a directory made by `bindkit saber generate` (default: the default set)",
+        version=2,  # 2: roles read from the file, chained tie groups (issue #26)
     )
+
+    def __init__(self, swap_supersets: bool = False) -> None:
+        """``swap_supersets`` (``--task-option swap_supersets=true``): count the swap candidates
+        of later chain steps that hold every binding of a nested query as supersets of it:
+        relevant in nested mAP and supersets in containment (default: only binding-preserving
+        candidates of later steps)."""
+        if not isinstance(swap_supersets, bool):
+            raise BindkitError(f"saber swap_supersets {swap_supersets!r}: give true or false")
+        self.swap_supersets = swap_supersets
+
+    def options(self, subset: str) -> dict[str, Any]:
+        return {"swap_supersets": self.swap_supersets}
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         """A SABER directory, or (no --data) the default set generated in memory (seed 0)."""
@@ -58,6 +71,10 @@ class SaberTask(Task):
             raise BindkitError(f"{saber_file(data)}: holds no MCQs; regenerate it")
         seen: dict[str, int] = {}
         for number, mcq in enumerate(saber.mcqs, start=1):
+            try:
+                role_positions(mcq)  # refused here, before any embedding
+            except DataFormatError as exc:
+                raise DataFormatError(f"{saber_file(data)}: {exc}") from None
             if mcq.id in seen:
                 raise BindkitError(
                     f"{saber_file(data)}: MCQ id {mcq.id!r} appears twice (MCQs {seen[mcq.id]} "
@@ -88,7 +105,7 @@ class SaberTask(Task):
         g = embed(
             embedder, candidate_modality, _inputs(saber, candidates, candidate_modality), "document"
         )
-        return score_saber(mcqs, q, g)
+        return score_saber(mcqs, q, g, swap_supersets=self.swap_supersets)
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         from bindkit.results.report import group_by_data
@@ -114,14 +131,35 @@ def _inputs(saber: SaberSet, items: list[Item], modality: str) -> list[Any]:
     return refs
 
 
-def score_saber(mcqs: list[MCQ], queries: np.ndarray, gallery: np.ndarray) -> dict[str, Any]:
+# comparison -> (score key, report column); the counts add "_comparisons" to the key. The seed
+# (Section 5) reports subset above exact (3.3-17.1 %) and subset above superset (33-39 %).
+CONTAINMENT = {
+    "subset_above_exact": ("containment_subset_above", "subset > exact (seed)"),
+    "superset_above_exact": ("containment_superset_above", "superset > exact"),
+    "subset_above_superset": ("containment_subset_above_superset", "subset > superset (seed)"),
+}
+
+
+def score_saber(
+    mcqs: list[MCQ], queries: np.ndarray, gallery: np.ndarray, *, swap_supersets: bool = False
+) -> dict[str, Any]:
     """All SABER metrics from query vectors (one per MCQ) and gallery vectors (4 per MCQ, in
-    file order, candidates in role order). Pure: no embedding happens here."""
+    file order). Each candidate's role is read from its ``role`` field, not its position
+    (:func:`bindkit.saber.io.role_positions`). Pure: no embedding happens here.
+
+    Nested queries: *subset* candidates are the binding-preserving candidates of earlier steps
+    of the chain, *superset* candidates those of later steps; with ``swap_supersets`` also the
+    swap candidates of later steps that hold every binding of the query. Supersets are relevant
+    in nested mAP. Containment compares, per query, every subset and every superset with the
+    exact match (its own binding-preserving candidate) and every subset with every superset.
+    """
     m, dim = queries.shape
     if gallery.shape != (4 * m, dim):
         raise ValueError(f"gallery must be ({4 * m}, {dim}), got {gallery.shape}")
-    options = gallery.reshape(m, 4, dim)
-    mcq_scores = np.einsum("md,mkd->mk", queries, options)
+    # column k of `by_role` is the gallery row of the candidate with role CANDIDATE_ROLES[k]
+    by_role = 4 * np.arange(m)[:, None] + np.array([role_positions(x) for x in mcqs], dtype=int)
+    exact = by_role[:, 0]  # the binding-preserving candidates
+    mcq_scores = np.einsum("md,mkd->mk", queries, gallery[by_role])
     shares = winner_shares(mcq_scores)
     credit = shares[:, 0]
     ns = np.array([x.n for x in mcqs])
@@ -138,44 +176,58 @@ def score_saber(mcqs: list[MCQ], queries: np.ndarray, gallery: np.ndarray) -> di
     independent = [i for i, x in enumerate(mcqs) if x.kind == "independent"]
     if independent:
         idx = np.array(independent)
-        own = [[4 * i + k for k in range(4)] for i in independent]
-        own_scores = relevant_scores(queries[idx], gallery, own)
-        thresholds = np.stack([own_scores[:, 0], own_scores.min(axis=1)], axis=1)
-        counts = count_at_least(queries[idx], gallery, thresholds)
-        ap = 1.0 / counts[:, 0]  # one relevant item: precision at its rank
-        top4 = counts[:, 1] <= 4
+        ends = np.stack(group_ends(queries[idx], gallery, by_role[idx].tolist()))
+        ap = 1.0 / ends[:, 0]  # one relevant item: precision where its tie group ends
+        top4 = ends.max(axis=1) <= 4  # every own candidate's tie group ends by rank 4
         scores["map_independent"] = float(ap.mean())
         scores["map_independent_by_n"] = _by(ap, ns[idx])
         scores["top4_occupancy"] = float(top4.mean())
         scores["top4_occupancy_by_n"] = _by(top4.astype(float), ns[idx])
 
     nested = [i for i, x in enumerate(mcqs) if x.kind == "nested"]
-    if nested:
-        steps: dict[str, dict[int, int]] = defaultdict(dict)
-        for i in nested:
-            steps[mcqs[i].chain or ""][mcqs[i].step or 0] = i
-        relevant, subset_pairs, superset_pairs = [], [], []
-        for i in nested:
-            chain = steps[mcqs[i].chain or ""]
-            step = mcqs[i].step or 0
-            later = [chain[s] for s in sorted(chain) if s > step]
-            earlier = [chain[s] for s in sorted(chain) if s < step]
-            relevant.append([4 * i] + [4 * j for j in later])
-            exact = float(queries[i] @ gallery[4 * i])
-            subset_pairs += [(float(queries[i] @ gallery[4 * j]), exact) for j in earlier]
-            superset_pairs += [(float(queries[i] @ gallery[4 * j]), exact) for j in later]
-        idx = np.array(nested)
-        ap = average_precision(queries[idx], gallery, relevant)
-        scores["map_nested"] = float(ap.mean())
-        scores["map_nested_by_n"] = _by(ap, ns[idx])
-        scores["containment_subset_above"] = _above(subset_pairs)
-        scores["containment_superset_above"] = _above(superset_pairs)
     counts_out = {
         "mcqs": m,
         "gallery": len(gallery),
         "independent_queries": len(independent),
         "nested_queries": len(nested),
     }
+    if nested:
+        steps: dict[str, dict[int, int]] = defaultdict(dict)
+        for i in nested:
+            steps[mcqs[i].chain or ""][mcqs[i].step or 0] = i
+        relevant: list[list[int]] = []
+        pairs: dict[str, list[tuple[int, int, int]]] = {name: [] for name in CONTAINMENT}
+        swaps_containing = 0
+        for i in nested:
+            chain = steps[mcqs[i].chain or ""]
+            step = mcqs[i].step or 0
+            later = [chain[s] for s in sorted(chain) if s > step]
+            earlier = [chain[s] for s in sorted(chain) if s < step]
+            subsets = [int(exact[j]) for j in earlier]
+            supersets = [int(exact[j]) for j in later]
+            query_bindings = set(mcqs[i].query.bindings)
+            swaps = [
+                int(by_role[j, k])
+                for j in later
+                for k in range(1, len(CANDIDATE_ROLES))
+                if query_bindings <= set(mcqs[j].candidates[by_role[j, k] - 4 * j].bindings)
+            ]
+            swaps_containing += len(swaps)
+            if swap_supersets:
+                supersets += swaps
+            relevant.append([int(exact[i]), *supersets])
+            own = int(exact[i])
+            pairs["subset_above_exact"] += [(i, g, own) for g in subsets]
+            pairs["superset_above_exact"] += [(i, g, own) for g in supersets]
+            pairs["subset_above_superset"] += [(i, g, h) for g in subsets for h in supersets]
+        idx = np.array(nested)
+        ap = average_precision(queries[idx], gallery, relevant)
+        scores["map_nested"] = float(ap.mean())
+        scores["map_nested_by_n"] = _by(ap, ns[idx])
+        for name, (key, _column) in CONTAINMENT.items():
+            scores[key] = _above(queries, gallery, pairs[name])
+            counts_out[f"{key}_comparisons"] = len(pairs[name])
+        counts_out["swap_candidates_containing_query"] = swaps_containing
     return {"scores": scores, "counts": counts_out}
 
 
@@ -183,11 +235,18 @@ def _by(values: np.ndarray, keys: np.ndarray) -> dict[str, float]:
     return {str(k): float(values[keys == k].mean()) for k in sorted(set(keys.tolist()))}
 
 
-def _above(pairs: list[tuple[float, float]]) -> float | None:
+def _above(
+    queries: np.ndarray, gallery: np.ndarray, pairs: list[tuple[int, int, int]]
+) -> float | None:
+    """Share of (query, candidate, other) triples where the candidate scores above the other
+    (ties 1/2); None without triples."""
     if not pairs:
         return None
-    other, exact = np.array(pairs).T
-    return fraction_above(other, exact)
+    q, first, second = np.array(pairs).T
+    return fraction_above(
+        np.einsum("nd,nd->n", queries[q], gallery[first]),
+        np.einsum("nd,nd->n", queries[q], gallery[second]),
+    )
 
 
 def _saber_tables(data_name: str, records: list[dict[str, Any]]) -> list[Table]:
@@ -252,8 +311,6 @@ def _saber_tables(data_name: str, records: list[dict[str, Any]]) -> list[Table]:
         "won by object swap",
         "won by joint swap",
         "top-4 occupancy",
-        "subset above exact",
-        "superset above exact",
     ]
     detail = []
     for model in models:
@@ -273,13 +330,39 @@ def _saber_tables(data_name: str, records: list[dict[str, Any]]) -> list[Table]:
                     pct(wins.get("object_swap")),
                     pct(wins.get("joint_swap")),
                     pct(s.get("top4_occupancy")),
-                    pct(s.get("containment_subset_above")),
-                    pct(s.get("containment_superset_above")),
                 ]
             )
-    tables.append(
-        Table(
-            f"SABER ({data_name}): by kind, error analysis, containment (%)", detail_columns, detail
-        )
-    )
+    title = f"SABER ({data_name}): by kind, error analysis (%)"
+    tables.append(Table(title, detail_columns, detail))
+    tables.append(_containment_table(data_name, records, models, pairings))
     return tables
+
+
+def _containment_table(
+    data_name: str, records: list[dict[str, Any]], models: list[str], pairings: list[str]
+) -> Table:
+    """Containment shares, each beside its comparison count; "(seed)" marks the seed's two."""
+    columns = ["model", "pairing", "supersets"]
+    for _key, column in CONTAINMENT.values():
+        columns += [column, "n"]
+    by_cell = {(label(r), r["pairing"]): r for r in records}
+    rows = []
+    for model in models:
+        for p in pairings:
+            record = by_cell.get((model, p))
+            if record is None:
+                continue
+            scores, counts = as_dict(record.get("scores")), as_dict(record.get("counts"))
+            swaps = as_dict(record.get("options")).get("swap_supersets") is True
+            row = [model, PAIRING_NAMES[p], "bp + swaps" if swaps else "bp"]
+            for key, _column in CONTAINMENT.values():
+                n = counts.get(f"{key}_comparisons")
+                row += [pct(scores.get(key)), f"{n:,}" if isinstance(n, int) else "–"]
+            rows.append(row)
+    return Table(
+        f"SABER ({data_name}): containment over nested queries (%; n = comparisons; supersets: "
+        "binding-preserving candidates of later steps, bp, and with swap_supersets the swap "
+        "candidates holding every query binding)",
+        columns,
+        rows,
+    )
