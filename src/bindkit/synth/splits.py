@@ -104,14 +104,30 @@ def short_forms(ex: Example) -> tuple[str, dict[str, str]]:
     """A short positive and short negatives: the bindings as a conjunction, objects in the
     reverse of the query's order (so the short positive is never the query verbatim).
 
-    >>> # "a red cube and a blue ball" → "a blue ball and a red cube", negatives likewise
+    Each short negative moves the same words as its long negative (read from the text: the word
+    each queried attribute or object became), so it keeps the short positive's word order and
+    changes one word per rebound object; the two negatives are never the same string.
+
+    >>> # "a blue ball and a red cube": attribute "a red ball and a blue cube",
+    >>> #                               object    "a blue cube and a red ball"
     """
-    if set(ex.intended) != {"attribute", "object"}:
-        raise DataFormatError(f"{ex.id}: no intended bindings; regenerate the example")
+    from bindkit.synth.text import permute_words, words
+
     query = f" {ex.query} "
     order = sorted(ex.objects, key=lambda o: query.find(f" {o} "), reverse=True)
     positive = _render(ex.bindings, order)
-    return positive, {kind: _render(ex.intended[kind], order) for kind in ("attribute", "object")}
+    vocabulary = ex.vocabulary()
+    long_positive = words(ex.positive)
+    negatives = {}
+    for kind in ("attribute", "object"):
+        long_negative = words(ex.negatives[kind])
+        if len(long_negative) != len(long_positive):
+            raise DataFormatError(f"{ex.id}: the {kind} negative is not a permutation; validate it")
+        mapping = {
+            p: n for p, n in zip(long_positive, long_negative, strict=True) if p in vocabulary
+        }
+        negatives[kind] = permute_words(positive, mapping)
+    return positive, negatives
 
 
 def mixed_length_triplets(examples: Iterable[Example]) -> list[dict[str, Any]]:
