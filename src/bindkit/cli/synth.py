@@ -73,7 +73,15 @@ def register(commands: Any) -> None:
         "attribute-object sets are always checked over the whole file. Triplet files "
         "(train.jsonl, ...) are detected from their rows.",
     )
-    val.add_argument("file", type=Path)
+    val.add_argument("file", type=Path, nargs="?", help="a JSONL file (or use --split-set)")
+    val.add_argument(
+        "--split-set",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="check a run's split files instead: every triplet row, and that no text or id "
+        "crosses its train/val/test/held-out files (each variant folder too)",
+    )
     val.add_argument("--all", action="store_true", help="list every rejection (default: 50)")
     val.add_argument(
         "--dataset",
@@ -186,28 +194,49 @@ def _split(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from bindkit.errors import BindkitError
     from bindkit.synth.validate import (
         DATASET_RULES,
         RULES,
+        SPLIT_SET_RULES,
         TRIPLET_RULES,
+        check_split_set,
         count_rules,
         validate_file,
     )
 
-    checked, failures = validate_file(
-        args.file, dataset=args.dataset, kind=args.kind, split=args.split
-    )
+    if (args.file is None) == (args.split_set is None):
+        raise BindkitError("synth validate: give a FILE or --split-set DIR (one of them)")
+    notes: Counter[str] = Counter()
+    if args.split_set is not None:
+        if not args.split_set.is_dir():
+            raise BindkitError(f"--split-set {args.split_set}: not a directory; give a synth run")
+        checked, failures = check_split_set(args.split_set)
+        name = args.split_set.name
+    else:
+        checked, failures = validate_file(
+            args.file, dataset=args.dataset, kind=args.kind, split=args.split, notes=notes
+        )
+        name = args.file.name
     shown = failures if args.all else failures[:50]
     for where, example_id, rejection in shown:
         print(f"{where} {example_id}: [{rejection.rule}] {rejection.message}")
     if len(shown) < len(failures):
         print(f"... {len(failures) - len(shown)} more (pass --all)")
-    rejected_lines = len({w for w, _, _ in failures if w != args.file.name})
+    rejected_lines = len({w for w, _, _ in failures if w != name})
     print(
         f"{checked} rows, {checked - rejected_lines} valid, {rejected_lines} rejected",
         file=sys.stderr,
     )
-    described = {**TRIPLET_RULES, **RULES, **DATASET_RULES}
+    if notes["unverifiable_slots"]:
+        print(
+            f"  {notes['unverifiable_slots']} attr_bundle attribute(s) outside the attribute "
+            "lexicon: their slot is unverifiable",
+            file=sys.stderr,
+        )
+    described = {**TRIPLET_RULES, **RULES, **DATASET_RULES, **SPLIT_SET_RULES}
     for rule, n in count_rules(r for _, _, r in failures).most_common():
         print(f"  {rule:<18} {n:>7}  {described.get(rule, '')}", file=sys.stderr)
     return 1 if failures else 0

@@ -33,7 +33,7 @@ PLACES = [
     "next to the wall",
     "on the top shelf",
     "in the back room",
-    "on the long table",
+    "along the ledge",
     "in plain view",
     "in the corner of the room",
 ]
