@@ -87,7 +87,7 @@ PER_CAPTION = {"spot": 2, "time": 1, "clause": 2}
 VERBS = ["sat", "stood", "rested", "remained"]
 PREPOSITIONS = ["beside", "near", "behind", "opposite"]
 # Linking verbs of predicative captions (all listed in data/linking_words.txt).
-COPULAS = ["was", "looked", "seemed", "appeared", "remained", "had become", "stayed"]
+COPULAS = ["was", "looked", "seemed", "appeared", "remained", "had become", "had turned", "stayed"]
 # Openers as sentence-initial adverbials ("X, clause"), clauses taking a that-clause
 # ("X that clause"), or sentences of their own ("X. Clause"). The first object and "There" need
 # no words of their own: the caption starts with the object, or "There were ...".
@@ -143,7 +143,7 @@ def _fillers(places_only: bool, exclude: frozenset[str] = frozenset()) -> dict[i
     kinds = [k for k in kinds if k[0] not in exclude and not (places_only and k[0] != "place")]
     spots = [] if "spot" in exclude else [(w,) for w in SPOTS]
     table: dict[int, list[Chain]] = {0: [((), frozenset())]}
-    for _ in range(6000):
+    for _ in range(20000):
         seq: tuple[str, ...] = ()
         used: set[str] = set()
         for kind, pieces, most in kinds:
@@ -155,7 +155,7 @@ def _fillers(places_only: bool, exclude: frozenset[str] = frozenset()) -> dict[i
         chain = (seq, frozenset(used))
         if seq:
             table.setdefault(len(seq), [])
-            if len(table[len(seq)]) < 16 and chain not in table[len(seq)]:
+            if len(table[len(seq)]) < 48 and chain not in table[len(seq)]:
                 table[len(seq)].append(chain)
     return table
 
@@ -184,17 +184,28 @@ class Filler:
         if n == 0:
             return []
         full = frozenset(k for k, most in PER_CAPTION.items() if self.kinds[k] >= most)
-        options = (
-            (_fillers(True, full).get(n) if place else None)
-            or _fillers(False, full).get(n)
+        tables = [
+            *([_fillers(True, full)] if place else []),
+            _fillers(False, full),
             # nothing else has n words: a third spot, then a third clause, a second time last
-            or _fillers(False, full - {"spot"}).get(n)
-            or _fillers(False, full - {"spot", "clause"}).get(n)
-            or _fillers(False).get(n, [])
+            _fillers(False, full - {"spot"}),
+            _fillers(False, full - {"spot", "clause"}),
+            _fillers(False),
+        ]
+        candidates = [t[n] for t in tables if t.get(n)]
+        # the first table with a chain whose pieces the caption has not used yet; else reuse
+        fresh = next(
+            (
+                f
+                for f in (
+                    [o for o in c if self.used.isdisjoint(_content_words(o[0]))] for c in candidates
+                )
+                if f
+            ),
+            candidates[0] if candidates else [],
         )
-        fresh = [o for o in options if self.used.isdisjoint(_content_words(o[0]))]
-        if fresh or options:
-            words_, kinds = self.rng.choice(fresh or options)
+        if fresh:
+            words_, kinds = self.rng.choice(fresh)
             self.used |= _content_words(words_)
             self.kinds.update(kinds)
             return list(words_)
@@ -352,7 +363,7 @@ class TemplateBackend:
         if family in ("adjacent", "bundle"):
             return self._adjacent(rng, fill, lo, hi, [(attrs[o], o) for o in objects], woven)
         if family == "predicative":
-            return self._predicative(rng, fill, lo, hi, [(attrs[o][0], o) for o in objects])
+            return self._predicative(rng, fill, lo, hi, [(attrs[o][0], o) for o in objects], woven)
         first, second = objects
         span = rng.randint(lo, hi)
         if plan.type == "deferred_bind_respective":
@@ -428,18 +439,16 @@ class TemplateBackend:
                 if woven and gap >= 7:
                     da, do = woven.pop(0)
                     inner = [other, _article(da), da, do]
-                joint = [
-                    rng.choice(VERBS),
-                    *inner,
-                    *fill(gap - 3 - len(inner)),
-                    preposition,
-                    article,
-                ]
+                room = gap - 3 - len(inner)
+                lead = _two_word_preposition(room, preposition)  # no lone filler word
+                joint = [rng.choice(VERBS), *inner, *fill(room - len(lead) + 1), *lead, article]
             else:
-                middle = fill(gap - 3, place=True)
+                room = gap - 3
+                lead = _two_word_preposition(room, rng.choice(PREPOSITIONS))
+                middle = fill(room - len(lead) + 1, place=True)
                 if middle:
                     middle[-1] += ","
-                joint = [*middle, "and", rng.choice(PREPOSITIONS), article]
+                joint = [*middle, "and", *lead, article]
             out += [*joint, *attributes, obj]
         if not has_verb:
             out.append(rng.choice(VERBS))
@@ -452,13 +461,18 @@ class TemplateBackend:
         lo: int,
         hi: int,
         pairs: list[tuple[str, str]],
+        woven: list[tuple[str, str]] | None = None,
     ) -> list[str]:
         """Clauses like "the cup by the window looked red, and the pan, which stood on the
-        shelf, was blue"."""
+        shelf, was blue"; a distractor of ``woven`` may close the first clause ("looked red
+        beside a zesty kazoo, and ...")."""
+        woven = woven if woven is not None else []
         out: list[str] = []
         for i, (attribute, obj) in enumerate(pairs):
             distance = rng.randint(lo, hi)
             copula = rng.choice([c for c in COPULAS if len(c.split()) <= distance]).split()
+            if distance - len(copula) == 1:  # a two-word copula, not one lone filler word
+                copula = rng.choice([c for c in COPULAS if len(c.split()) == 2]).split()
             room = distance - len(copula)
             if room >= 3 and rng.random() < 0.5:
                 clause = ["which", rng.choice(VERBS), *fill(room - 2)]
@@ -469,6 +483,9 @@ class TemplateBackend:
                 out[-1] += ","
                 out.append("and")
             out += ["the", *middle, *copula, attribute]
+            if woven and not i:
+                da, do = woven.pop(0)
+                out += [rng.choice(PREPOSITIONS), _article(da), da, do]
         return out
 
     def _frame(
@@ -557,6 +574,12 @@ _REGISTER_LEADS = (("according to the", ""), ("in the", ""), ("as the", "puts it
 _REGISTER_CLOSES = (("as the", "records"), ("according to the", ""), ("or so the", "says"))
 
 
+def _two_word_preposition(room: int, preposition: str) -> list[str]:
+    """ "next to" where one filler word would be left over (a lone "upstairs" or "today"
+    reads worse than a longer preposition), else ``preposition``."""
+    return ["next", "to"] if room == 1 else [preposition]
+
+
 def _listed(pairs: list[tuple[str, str]], lead: list[str] | None = None) -> list[str]:
     """ "a zesty kazoo, a red pan and a blue mug" (with ``lead`` words before it)."""
     out = list(lead or [])
@@ -572,12 +595,14 @@ def _listed(pairs: list[tuple[str, str]], lead: list[str] | None = None) -> list
 def _place_distractors(
     kind: str, distractors: list[tuple[str, str]], rng: random.Random
 ) -> dict[str, list[tuple[str, str]]]:
-    """Where each distractor goes: ``gap`` (pair_swap: inside the verb gap), ``front`` (one
+    """Where each distractor goes: ``gap`` (pair_swap: inside the verb gap; predicative: closing
+    the first clause), ``front`` (one
     fronted phrase), ``end`` (a list closing the clause) or ``tail`` (a closing sentence).
     Anaphoric captions keep theirs after the back-references, so "the first" still means the
     first queried noun."""
     options = {
         "pair_swap": ("gap", "front", "end", "tail"),
+        "predicative": ("gap", "front", "end", "tail"),
         "deferred_bind_anaphoric": ("end", "tail"),
     }.get(kind, ("front", "end", "tail"))
     placed: dict[str, list[tuple[str, str]]] = {"gap": [], "front": [], "end": [], "tail": []}
