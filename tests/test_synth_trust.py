@@ -232,3 +232,17 @@ def test_train_reads_its_data_through_the_split_set_check(split_run: Path, tmp_p
     with pytest.raises(DataFormatError, match=r"split|splits\.json"):
         triplets.read_triplets(copy / "train.jsonl")
     assert triplets.read_triplets(split_run / "train.jsonl")
+
+
+def test_validating_one_split_file_reports_its_leaks(
+    split_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    copy = tmp_path / "one"
+    shutil.copytree(split_run, copy)
+    assert main(["synth", "validate", str(copy / "train.jsonl")]) == 0
+    _append(copy / "train.jsonl", (copy / "test.jsonl").read_text().splitlines()[0] + "\n")
+    capsys.readouterr()
+    assert main(["synth", "validate", str(copy / "train.jsonl")]) == 1
+    assert "[split_leak]" in capsys.readouterr().out

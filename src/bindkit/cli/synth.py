@@ -193,6 +193,18 @@ def _split(args: argparse.Namespace) -> int:
     return 0
 
 
+def _leaks_of(path: Path) -> list[Any]:
+    """For a split file of a synth run: its rows that the split-set check says cross splits."""
+    from bindkit.synth.validate import check_split_set, split_name, split_set_root
+
+    root = split_set_root(path)
+    if root is None or split_name(path) is None or not path.is_file():
+        return []
+    mine = path.resolve().relative_to(root.resolve()).as_posix() + ":"
+    _, failures = check_split_set(root)
+    return [f for f in failures if f[2].rule == "split_leak" and f[0].startswith(mine)]
+
+
 def _validate(args: argparse.Namespace) -> int:
     from collections import Counter
 
@@ -220,6 +232,7 @@ def _validate(args: argparse.Namespace) -> int:
             args.file, dataset=args.dataset, kind=args.kind, split=args.split, notes=notes
         )
         name = args.file.name
+        failures += _leaks_of(args.file)
     shown = failures if args.all else failures[:50]
     for where, example_id, rejection in shown:
         print(f"{where} {example_id}: [{rejection.rule}] {rejection.message}")
