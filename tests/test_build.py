@@ -148,7 +148,12 @@ def test_manifest_records_what_produced_the_data(small_saber: Path) -> None:
     manifest = json.loads((small_saber / "manifest.json").read_text())
     assert manifest["format"] == "saber" and manifest["format_version"] == 1
     assert manifest["seed"] == 7
-    assert manifest["options"] == {"per_n": 4, "n_min": 2, "n_max": 5}
+    assert manifest["options"] == {
+        "per_n": 4,
+        "n_min": 2,
+        "n_max": 5,
+        "avoid_color_collisions": True,
+    }
     assert manifest["vocabulary"]["source"] == "builtin"
     assert len(manifest["vocabulary"]["sha256"]) == 64
     assert manifest["counts"]["mcqs"] == 16 and manifest["counts"]["candidates"] == 64

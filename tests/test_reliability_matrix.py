@@ -1050,7 +1050,7 @@ _VV = {
     "wrong_types3": (1, ""),
     "missing_key": (1, ""),
     "missing_key2": (0, "20 valid"),
-    "extra_key": (0, "20 valid"),
+    "extra_key": (1, "unknown key 'zzz' in an example"),  # an unknown key is an error
     "unknown_type": (1, ""),
     "saber_as_synth": (1, ""),
     "triplets_as_synth": (0, "26 valid"),  # recognised as a triplet file and checked as one

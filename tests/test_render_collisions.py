@@ -1,7 +1,8 @@
-"""The colour-collision option of the generator."""
+"""Colour collisions: avoided by default, kept with --allow-color-collisions."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,15 +16,15 @@ from bindkit.saber.build import (
     has_color_collision,
 )
 from bindkit.saber.io import read_saber
-from bindkit.saber.validate import validate_saber
+from bindkit.saber.validate import check_mcq, validate_saber
 from bindkit.saber.vocab import load_vocabulary
 
 
 def test_collisions_are_counted_as_in_the_review_example() -> None:
     vocab = load_vocabulary()
-    mcqs = build_saber(SaberOptions(per_n=20), vocab)
+    mcqs = build_saber(SaberOptions(per_n=20, avoid_color_collisions=False), vocab)
     colliding = [m for m in mcqs if has_color_collision(m, vocab)]
-    assert colliding  # the default set has them (the review: ~20 % of MCQs)
+    assert colliding  # drawn without the check, the set has them (the review: ~20 % of MCQs)
     for mcq in colliding[:20]:
         colors = {a for a in mcq.realizations if vocab.attribute(a).category == "color"}
         assert any(
@@ -35,28 +36,51 @@ def test_collisions_are_counted_as_in_the_review_example() -> None:
 
 
 @pytest.mark.parametrize("vocab_name", [None, "shapes"])
-def test_option_removes_most_collisions_and_keeps_every_rule(
-    vocab_name: str | None, tmp_path: Path
-) -> None:
+def test_the_default_set_has_no_collision_and_keeps_every_rule(vocab_name: str | None) -> None:
+    """The whole default set (1,800 MCQs): no colour collision, and every per-MCQ rule holds
+    (the N = 2 joint swap's new attribute included)."""
     vocab = load_vocabulary(vocab_name)
-    off = build_saber(SaberOptions(per_n=40), vocab)
-    on = build_saber(SaberOptions(per_n=40, avoid_color_collisions=True), vocab)
-    assert color_collisions(on, vocab) < color_collisions(off, vocab) / 3
-    generate_saber(tmp_path, per_n=40, vocab=vocab_name, avoid_color_collisions=True)
-    assert validate_saber(tmp_path, vocab=vocab_name).ok
-    assert [m.to_json() for m in read_saber(tmp_path).mcqs] == [m.to_json() for m in on]
+    mcqs = build_saber(SaberOptions(), vocab)
+    assert len(mcqs) == 1800
+    assert color_collisions(mcqs, vocab) == 0
+    assert [v for m in mcqs for v in check_mcq(m, vocab)] == []
+    for mcq in mcqs:
+        if mcq.n == 2:  # the new element of candidate 4 is not in the query
+            joint = mcq.candidates[3]
+            assert (
+                len(set(joint.attributes) - set(mcq.query.attributes))
+                + len(set(joint.objects) - set(mcq.query.objects))
+                == 1
+            )
+    off = build_saber(SaberOptions(avoid_color_collisions=False), vocab)
+    assert color_collisions(off, vocab) > 100  # what the check removes (323 / 805)
 
 
-def test_shapes_sets_avoid_collisions_by_default(
+def test_generate_records_the_option_and_the_count(tmp_path: Path) -> None:
+    generate_saber(tmp_path / "on", per_n=40)
+    generate_saber(tmp_path / "off", per_n=40, avoid_color_collisions=False)
+    for name in ("on", "off"):
+        assert validate_saber(tmp_path / name).ok
+    on, off = (json.loads((tmp_path / x / "manifest.json").read_text()) for x in ("on", "off"))
+    assert on["options"]["avoid_color_collisions"] is True and on["color_collisions"] == 0
+    assert off["options"]["avoid_color_collisions"] is False and off["color_collisions"] > 0
+    vocab = load_vocabulary()
+    expected = build_saber(SaberOptions(per_n=40), vocab)
+    assert [m.to_json() for m in read_saber(tmp_path / "on").mcqs] == [
+        m.to_json() for m in expected
+    ]
+
+
+def test_cli_avoids_collisions_unless_allowed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["saber", "generate", "--per-n", "20", "--vocab", "shapes"]
+    args = ["saber", "generate", "--per-n", "20"]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
-    assert "colour collisions left" in capsys.readouterr().out
-    assert main([*args, "--out", str(tmp_path / "b"), "--no-avoid-color-collisions"]) == 0
-    vocab = load_vocabulary("shapes")
+    assert "colour collisions: 0 MCQs" in capsys.readouterr().out
+    assert main([*args, "--out", str(tmp_path / "b"), "--allow-color-collisions"]) == 0
+    vocab = load_vocabulary()
     a, b = (read_saber(tmp_path / x).mcqs for x in "ab")
-    assert color_collisions(a, vocab) < color_collisions(b, vocab)
-    manifest = (tmp_path / "a" / "manifest.json").read_text()
-    assert '"avoid_color_collisions": true' in manifest
-    assert "avoid_color_collisions" not in (tmp_path / "b" / "manifest.json").read_text()
+    assert color_collisions(a, vocab) == 0 < color_collisions(b, vocab)
+    assert main([*args, "--out", str(tmp_path / "c"), "--no-avoid-color-collisions"]) == 0
+    c = read_saber(tmp_path / "c").mcqs
+    assert [m.to_json() for m in c] == [m.to_json() for m in b]

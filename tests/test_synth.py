@@ -175,6 +175,12 @@ CASES: list[tuple[str, str, Any]] = [
         "deferred_bind_anaphoric",
         lambda ex: _set_positive(ex, _one_and_other(ex.positive)),
     ),
+    (
+        "text_pairs",
+        "pair_swap",
+        lambda ex: _set_positive(ex, ex.positive[:-1] + " near a zesty camera."),
+    ),
+    ("slot_lexicon", "attr_bundle", lambda ex: _swap_slot_names(ex)),
     ("distractors", "pair_swap", lambda ex: ex.distractors.append(("zesty", "kazoo"))),
     ("distractors", "triple_bind_cycle", lambda ex: ex.distractors.append(("zesty", "kazoo"))),
     (
@@ -224,10 +230,17 @@ def _swap_across_slots(ex: Example) -> None:
     ex.intended = {}
 
 
+def _swap_slot_names(ex: Example) -> None:
+    """Declare each attribute in the other slot (consistent, but not what the words are)."""
+    slots = ex.slots or {}
+    first, second = sorted(set(slots.values()))
+    ex.slots = {a: second if s == first else first for a, s in slots.items()}
+
+
 def _attributive(ex: Example) -> str:
     (a1, o1), (a2, o2) = ex.bindings
     ex.distractors = []
-    return f"On the shelf we saw a {a1} old {o1} and a {a2} new {o2} today after lunch."
+    return f"On the shelf we saw a {a1} very {o1} and a {a2} truly {o2} today after lunch."
 
 
 def _swap_attributes_in_text(ex: Example) -> None:
@@ -253,7 +266,7 @@ def _break_article(text: str) -> str:
 
 def _separate(ex: Example) -> str:
     attribute, obj = ex.bindings[0]
-    return ex.positive.replace(f"{attribute} {obj}", f"{attribute} old {obj}", 1)
+    return ex.positive.replace(f"{attribute} {obj}", f"{attribute} very {obj}", 1)
 
 
 @pytest.mark.parametrize(("rule", "kind", "mutate"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])

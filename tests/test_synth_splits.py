@@ -3,7 +3,10 @@ OverlapOnly, MixedLengths) change train only; the split files are one verifiable
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -14,6 +17,7 @@ from bindkit.synth import run
 from bindkit.synth.generate import EXAMPLES
 from bindkit.synth.splits import (
     SPLITS_JSON,
+    VARIANTS,
     example_words,
     no_overlap,
     read_examples,
@@ -24,7 +28,7 @@ from bindkit.synth.splits import (
     verify_splits,
     write_splits,
 )
-from bindkit.synth.text import bag
+from bindkit.synth.text import bag, words
 
 SHARED = [
     "val.jsonl",
@@ -135,6 +139,40 @@ def test_short_forms_reverse_the_query_and_keep_the_intended_bindings(plain: Pat
     assert positive != ex.query and sorted(positive.split()) == sorted(ex.query.split())
     intended = ex.intended["attribute"]
     assert all(f"{a} {o}" in negatives["attribute"] for a, o in intended)
+
+
+def _rebound_words(positive: str, negative: str) -> list[int]:
+    """Positions where two texts differ, an a/an repair aside."""
+    p, n = words(positive), words(negative)
+    pairs = enumerate(zip(p, n, strict=True))
+    return [i for i, (x, y) in pairs if x != y and {x, y} != {"a", "an"}]
+
+
+def test_every_triplet_of_every_variant_has_two_distinct_permuted_negatives(
+    ablations: Path,
+) -> None:
+    files = [ablations / "train.jsonl", *(ablations / v / "train.jsonl" for v in VARIANTS)]
+    for path in files:
+        pairs: dict[tuple[str, str, str], dict[str, str]] = {}
+        for row in map(json.loads, path.read_text().splitlines()):
+            key = (row["query"], row["positive"], row.get("format", ""))
+            pairs.setdefault(key, {})[row["negative_kind"]] = row["negative"]
+        assert pairs, path
+        for (_, positive, form), negatives in pairs.items():
+            attribute, obj = negatives["attribute"], negatives["object"]
+            assert len({positive, attribute, obj}) == 3, (path, positive)
+            for negative in (attribute, obj):
+                assert bag(negative) == bag(positive), (path, positive, negative)
+                assert len(words(negative)) == len(words(positive))
+            if form in ("short-short", "long-short"):
+                # the same word order: each object's phrase changes by at most one word
+                phrases = [words(x) for x in re.split(r", | and ", positive)]
+                starts = list(itertools.accumulate([0, *map(len, phrases)]))
+                for negative in (attribute, obj):
+                    changed = _rebound_words(positive, negative)
+                    assert len(changed) >= 2
+                    per_phrase = [bisect.bisect_right(starts, i) for i in changed]
+                    assert len(set(per_phrase)) == len(per_phrase), (positive, negative)
 
 
 def test_verify_splits_detects_an_incomplete_or_stale_set(plain: Path, tmp_path: Path) -> None:

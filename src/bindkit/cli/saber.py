@@ -39,9 +39,16 @@ def register(commands: Any) -> None:
     gen.add_argument(
         "--avoid-color-collisions",
         action=argparse.BooleanOptionalAction,
-        default=None,
-        help="draw realisations so no colour attribute reappears inside another attribute's "
-        "realisation (default: on for --vocab shapes, the image sets; off otherwise)",
+        default=True,
+        help="draw bindings and realisations so no colour attribute reappears inside another "
+        "attribute's realisation, e.g. 'blue' next to 'dark-blue denim' (default: on)",
+    )
+    gen.add_argument(
+        "--allow-color-collisions",
+        dest="avoid_color_collisions",
+        action="store_false",
+        help="keep colour collisions: draw as bindkit did before it avoided them "
+        "(same as --no-avoid-color-collisions)",
     )
     gen.add_argument(
         "--overwrite",
@@ -251,11 +258,7 @@ def _generate(args: argparse.Namespace) -> int:
         n_max=args.n_max,
         vocab=args.vocab,
         overwrite=args.overwrite,
-        avoid_color_collisions=(
-            str(args.vocab) == "shapes"
-            if args.avoid_color_collisions is None
-            else args.avoid_color_collisions
-        ),
+        avoid_color_collisions=args.avoid_color_collisions,
     )
     if not args.quiet:
         c = manifest["counts"]
@@ -265,8 +268,7 @@ def _generate(args: argparse.Namespace) -> int:
         )
         print("  N     " + " ".join(f"{n:>4}" for n in c["by_n"]))
         print("  MCQs  " + " ".join(f"{v:>4}" for v in c["by_n"].values()))
-        if "color_collisions" in manifest:
-            print(f"  colour collisions left: {manifest['color_collisions']} MCQs")
+        print(f"  colour collisions: {manifest['color_collisions']} MCQs")
     return 0
 
 

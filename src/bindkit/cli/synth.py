@@ -81,7 +81,15 @@ def register(commands: Any) -> None:
         "attribute-object sets are always checked over the whole file. Triplet files "
         "(train.jsonl, ...) are detected from their rows.",
     )
-    val.add_argument("file", type=Path)
+    val.add_argument("file", type=Path, nargs="?", help="a JSONL file (or use --split-set)")
+    val.add_argument(
+        "--split-set",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="check a run's split files instead: every triplet row, and that no text or id "
+        "crosses its train/val/test/held-out files (each variant folder too)",
+    )
     val.add_argument("--all", action="store_true", help="list every rejection (default: 50)")
     val.add_argument(
         "--dataset",
@@ -209,29 +217,63 @@ def _print_dropped(directory: Path, dropped: list[str]) -> None:
         print(f"removed {', '.join(f'{directory / v}/' for v in dropped)} (--drop-variants)")
 
 
+def _leaks_of(path: Path) -> list[Any]:
+    """For a split file of a synth run: its rows that the split-set check says cross splits."""
+    from bindkit.synth.validate import check_split_set, split_name, split_set_root
+
+    root = split_set_root(path)
+    if root is None or split_name(path) is None or not path.is_file():
+        return []
+    mine = path.resolve().relative_to(root.resolve()).as_posix() + ":"
+    _, failures = check_split_set(root)
+    return [f for f in failures if f[2].rule == "split_leak" and f[0].startswith(mine)]
+
+
 def _validate(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from bindkit.errors import BindkitError
     from bindkit.synth.validate import (
         DATASET_RULES,
         RULES,
+        SPLIT_SET_RULES,
         TRIPLET_RULES,
+        check_split_set,
         count_rules,
         validate_file,
     )
 
-    checked, failures = validate_file(
-        args.file, dataset=args.dataset, kind=args.kind, split=args.split
-    )
+    if (args.file is None) == (args.split_set is None):
+        raise BindkitError("synth validate: give a FILE or --split-set DIR (one of them)")
+    notes: Counter[str] = Counter()
+    if args.split_set is not None:
+        if not args.split_set.is_dir():
+            raise BindkitError(f"--split-set {args.split_set}: not a directory; give a synth run")
+        checked, failures = check_split_set(args.split_set)
+        name = args.split_set.name
+    else:
+        checked, failures = validate_file(
+            args.file, dataset=args.dataset, kind=args.kind, split=args.split, notes=notes
+        )
+        name = args.file.name
+        failures += _leaks_of(args.file)
     shown = failures if args.all else failures[:50]
     for where, example_id, rejection in shown:
         print(f"{where} {example_id}: [{rejection.rule}] {rejection.message}")
     if len(shown) < len(failures):
         print(f"... {len(failures) - len(shown)} more (pass --all)")
-    rejected_lines = len({w for w, _, _ in failures if w != args.file.name})
+    rejected_lines = len({w for w, _, _ in failures if w != name})
     print(
         f"{checked} rows, {checked - rejected_lines} valid, {rejected_lines} rejected",
         file=sys.stderr,
     )
-    described = {**TRIPLET_RULES, **RULES, **DATASET_RULES}
+    if notes["unverifiable_slots"]:
+        print(
+            f"  {notes['unverifiable_slots']} attr_bundle attribute(s) outside the attribute "
+            "lexicon: their slot is unverifiable",
+            file=sys.stderr,
+        )
+    described = {**TRIPLET_RULES, **RULES, **DATASET_RULES, **SPLIT_SET_RULES}
     for rule, n in count_rules(r for _, _, r in failures).most_common():
         print(f"  {rule:<18} {n:>7}  {described.get(rule, '')}", file=sys.stderr)
     return 1 if failures else 0

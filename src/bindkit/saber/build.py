@@ -66,17 +66,19 @@ class SaberOptions:
         per_n: MCQs per object count N; half independent, half from nested chains (even).
         n_min: Smallest N (>= 2); nested chains start here.
         n_max: Largest N; nested chains end here.
-        avoid_color_collisions: Draw realisations (and new chain bindings) so that no colour
-            attribute of an MCQ appears as a word inside another attribute's realisation
-            ("yellow" next to "yellow velvet"), which would make image MCQs ambiguous. Off keeps
-            the default set byte-identical; :func:`color_collisions` counts what remains.
+        avoid_color_collisions: Draw bindings and realisations so that no colour attribute of
+            an MCQ appears as a word inside another attribute's realisation ("yellow" next to
+            "yellow velvet", "blue" next to "dark-blue denim"), which makes image MCQs
+            ambiguous: a colliding draw is redrawn (realisation first, then the binding), so
+            the default set has none. False (``--allow-color-collisions``) draws as before the
+            option existed; :func:`color_collisions` counts them.
     """
 
     seed: int = 0
     per_n: int = 200
     n_min: int = 2
     n_max: int = 10
-    avoid_color_collisions: bool = False
+    avoid_color_collisions: bool = True
 
     def check(self) -> None:
         """Raise :class:`BindkitError` with a one-line message on an invalid option."""
@@ -207,20 +209,23 @@ def build_mcq(
     kind: Kind,
     chain: str | None = None,
     step: int | None = None,
-    avoid_color_collisions: bool = False,
+    avoid_color_collisions: bool = True,
 ) -> MCQ:
     """Build one MCQ from its query bindings.
 
     ``realizations`` must cover the query's attributes; an attribute that only candidate 4 of an
     N = 2 MCQ introduces is realised here from ``rng``.
     """
-    candidates, replaced = derive_candidates(rng, query, vocab)
-    used = {a: realizations[a] for a, _ in query}
-    if replaced is not None and replaced[0] not in used:
-        avoid = None
-        if avoid_color_collisions:
-            avoid = color_words(vocab, [*used, replaced[0]])
-        used.update(_realize(rng, vocab, [replaced], avoid))
+    for _ in range(_COLLISION_TRIES if avoid_color_collisions else 1):
+        candidates, replaced = derive_candidates(rng, query, vocab)
+        used = {a: realizations[a] for a, _ in query}
+        if replaced is not None and replaced[0] not in used:
+            avoid = None
+            if avoid_color_collisions:
+                avoid = color_words(vocab, [*used, replaced[0]])
+            used.update(_realize(rng, vocab, [replaced], avoid))
+        if not (avoid_color_collisions and collides(used, vocab)):
+            break  # an N = 2 joint swap whose new attribute collides is drawn again
     items = [make_item(f"{mcq_id}-q", "query", query, used, rng)]
     items += [
         make_item(f"{mcq_id}-c{i + 1}", role, bindings, used, rng)
@@ -270,7 +275,7 @@ def _realize(
     return out
 
 
-_COLLISION_TRIES = 50
+_COLLISION_TRIES = 200
 _WORDS = re.compile(r"[a-z]+")
 
 
@@ -283,14 +288,19 @@ def color_words(vocab: Vocabulary, attributes: Iterable[str]) -> frozenset[str]:
     return frozenset(a for a in attributes if vocab.attribute(a).category == "color")
 
 
-def has_color_collision(mcq: MCQ, vocab: Vocabulary) -> bool:
-    """True when a colour attribute of the MCQ appears as a word in another attribute's
-    realisation (e.g. "yellow" and "yellow velvet")."""
-    colors = color_words(vocab, mcq.realizations)
+def collides(realizations: dict[str, Realization], vocab: Vocabulary) -> bool:
+    """True when a colour attribute among ``realizations`` appears as a word in another
+    attribute's realisation (e.g. "yellow" and "yellow velvet")."""
+    colors = color_words(vocab, realizations)
     return any(
         _words(realization.text) & (colors - {attribute})
-        for attribute, realization in mcq.realizations.items()
+        for attribute, realization in realizations.items()
     )
+
+
+def has_color_collision(mcq: MCQ, vocab: Vocabulary) -> bool:
+    """True when the MCQ has a colour collision (see :func:`collides`)."""
+    return collides(dict(mcq.realizations), vocab)
 
 
 def color_collisions(mcqs: Sequence[MCQ], vocab: Vocabulary) -> int:
@@ -299,21 +309,45 @@ def color_collisions(mcqs: Sequence[MCQ], vocab: Vocabulary) -> int:
 
 
 def independent_mcq(
-    seed: int, n: int, index: int, vocab: Vocabulary, avoid_color_collisions: bool = False
+    seed: int, n: int, index: int, vocab: Vocabulary, avoid_color_collisions: bool = True
 ) -> MCQ:
     """The ``index``-th independently sampled MCQ with N = ``n``."""
     rng = random.Random(f"{seed}/independent/{n}/{index}")
-    query = _sample_bindings(rng, vocab, n)
-    avoid = color_words(vocab, (a for a, _ in query)) if avoid_color_collisions else None
+    query, realizations = _draw(rng, vocab, n, (), {}, avoid_color_collisions)
     return build_mcq(
         rng,
         vocab,
         query,
-        _realize(rng, vocab, query, avoid),
+        realizations,
         mcq_id=f"n{n:02d}-ind-{index:04d}",
         kind="independent",
         avoid_color_collisions=avoid_color_collisions,
     )
+
+
+def _draw(
+    rng: random.Random,
+    vocab: Vocabulary,
+    n: int,
+    earlier: Sequence[Binding],
+    fixed: dict[str, Realization],
+    avoid_color_collisions: bool,
+) -> tuple[list[Binding], dict[str, Realization]]:
+    """``n`` new bindings (none sharing a word with ``earlier``) and their realisations. With
+    ``avoid_color_collisions`` a draw whose realisations, with the ``fixed`` ones, still collide
+    after redrawing the realisations is replaced by new bindings (a bounded number of times)."""
+    shown = set().union(*(_words(r.text) for r in fixed.values()))
+    for _ in range(_COLLISION_TRIES if avoid_color_collisions else 1):
+        new = _sample_bindings(rng, vocab, n, exclude=earlier)
+        avoid = None
+        if avoid_color_collisions:
+            if color_words(vocab, (a for a, _ in new)) & shown:
+                continue  # a new colour an earlier realisation already shows
+            avoid = color_words(vocab, [*fixed, *(a for a, _ in new)])
+        realizations = _realize(rng, vocab, new, avoid)
+        if not (avoid_color_collisions and collides({**fixed, **realizations}, vocab)):
+            break
+    return new, realizations
 
 
 def nested_chain(
@@ -322,31 +356,22 @@ def nested_chain(
     n_min: int,
     n_max: int,
     vocab: Vocabulary,
-    avoid_color_collisions: bool = False,
+    avoid_color_collisions: bool = True,
 ) -> list[MCQ]:
     """The ``index``-th nested chain: MCQs for N = n_min..n_max where each step keeps every
     earlier binding (and its realisation), adds one new binding and reshuffles the pair order.
 
-    With ``avoid_color_collisions`` a new colour attribute that already appears in an earlier
-    realisation is resampled (earlier realisations are fixed for the chain)."""
+    With ``avoid_color_collisions`` a new binding that collides with an earlier realisation is
+    redrawn (earlier realisations are fixed for the chain)."""
     chain_id = f"chain-{index:04d}"
     rng = random.Random(f"{seed}/nested/{index}")
-    bindings = _sample_bindings(rng, vocab, n_min)
-    avoid = color_words(vocab, (a for a, _ in bindings)) if avoid_color_collisions else None
-    realizations = _realize(rng, vocab, bindings, avoid)
+    bindings, realizations = _draw(rng, vocab, n_min, (), {}, avoid_color_collisions)
     mcqs = []
     for step, n in enumerate(range(n_min, n_max + 1)):
         if step:
-            new = _sample_bindings(rng, vocab, 1, exclude=bindings)
-            for _ in range(_COLLISION_TRIES if avoid_color_collisions else 0):
-                taken = set().union(*(_words(r.text) for r in realizations.values()))
-                if not color_words(vocab, [new[0][0]]) & taken:
-                    break
-                new = _sample_bindings(rng, vocab, 1, exclude=bindings)
+            new, realized = _draw(rng, vocab, 1, bindings, realizations, avoid_color_collisions)
             bindings = bindings + new
-            if avoid_color_collisions:
-                avoid = color_words(vocab, (a for a, _ in bindings))
-            realizations.update(_realize(rng, vocab, new, avoid))
+            realizations.update(realized)
             rng.shuffle(bindings)
         mcq_rng = random.Random(f"{seed}/nested/{index}/{step}")
         mcqs.append(
@@ -411,7 +436,7 @@ def generate_saber(
     n_max: int = 10,
     vocab: str | Path | None = None,
     overwrite: bool = False,
-    avoid_color_collisions: bool = False,
+    avoid_color_collisions: bool = True,
 ) -> dict[str, Any]:
     """Generate a SABER directory: ``OUT/saber.jsonl`` and ``OUT/manifest.json``.
 
@@ -429,7 +454,7 @@ def generate_saber(
         n_max: Largest object count.
         vocab: A vocabulary directory with the packaged schema; None for the packaged one.
         overwrite: Replace ``saber.jsonl`` and ``manifest.json`` in a non-empty ``out``.
-        avoid_color_collisions: See :class:`SaberOptions`; use it for sets that get images.
+        avoid_color_collisions: See :class:`SaberOptions` (False: ``--allow-color-collisions``).
 
     Returns:
         The manifest that was written.
@@ -493,12 +518,7 @@ def make_manifest(
         "format_version": FORMAT_VERSION,
         "bindkit_version": __version__,
         "seed": options.seed,
-        # the collision option is recorded only when on: default manifests stay byte-identical
-        "options": {
-            k: v
-            for k, v in asdict(options).items()
-            if k != "seed" and (k != "avoid_color_collisions" or v)
-        },
+        "options": {k: v for k, v in asdict(options).items() if k != "seed"},
         "vocabulary": {
             "source": "builtin" if vocabulary.source == "builtin" else "custom",
             "sha256": vocabulary.sha256,
@@ -510,11 +530,7 @@ def make_manifest(
             language.image_prompt_template().encode("utf-8")
         ),
         "counts": counts(mcqs),
-        **(
-            {"color_collisions": color_collisions(mcqs, vocabulary)}
-            if options.avoid_color_collisions
-            else {}
-        ),
+        "color_collisions": color_collisions(mcqs, vocabulary),
         "files": {SABER_FILE: {"sha256": sha256_bytes(data), "bytes": len(data)}},
     }
 

@@ -70,8 +70,10 @@ class Example:
 
     @classmethod
     def from_json(cls, obj: Any, where: str) -> Example:
+        """Parse one line; every key is checked (an unknown key is an error, not ignored)."""
         if not isinstance(obj, dict):
             raise DataFormatError(f"{where}: an example must be a JSON object")
+        _known_keys(obj, FIELDS, where, "an example")
         for key, kind in (("id", str), ("type", str), ("positive", str), ("query", str)):
             if not isinstance(obj.get(key), kind):
                 raise DataFormatError(f"{where}: field {key!r} must be a string")
@@ -80,8 +82,10 @@ class Example:
                 f"{where}: unknown type {obj['type']!r}; use one of {', '.join(CONSTRUCTIONS)}"
             )
         negatives = obj.get("negatives")
-        if not isinstance(negatives, dict) or not all(
-            isinstance(negatives.get(k), str) for k in ("attribute", "object")
+        if (
+            not isinstance(negatives, dict)
+            or set(negatives) != {"attribute", "object"}
+            or not all(isinstance(negatives.get(k), str) for k in ("attribute", "object"))
         ):
             raise DataFormatError(
                 f'{where}: \'negatives\' must be {{"attribute": str, "object": str}}'
@@ -99,6 +103,7 @@ class Example:
         targets = obj.get("targets") or {}
         if not isinstance(targets, dict):
             raise DataFormatError(f"{where}: 'targets' must be a JSON object")
+        _known_keys(targets, TARGETS, where, "'targets'")
         for key in ("length_band", "distance_window"):
             value = targets.get(key)
             if value is not None and not (
@@ -122,6 +127,39 @@ class Example:
             distractors=_pairs(obj.get("distractors") or [], where, "distractors"),
             targets=targets,
             source=source,
+        )
+
+
+FIELDS = (
+    "id",
+    "type",
+    "bindings",
+    "slots",
+    "distractors",
+    "positive",
+    "query",
+    "negatives",
+    "intended",
+    "targets",
+    "source",
+)
+TARGETS = (
+    "length_band",
+    "distance_window",
+    "distractors",
+    "context",
+    "register",
+    "opener",
+    "order",
+    "kept",
+)
+
+
+def _known_keys(obj: dict[str, Any], known: tuple[str, ...], where: str, what: str) -> None:
+    unknown = sorted(set(obj) - set(known))
+    if unknown:
+        raise DataFormatError(
+            f"{where}: unknown key {unknown[0]!r} in {what}; the keys are {', '.join(known)}"
         )
 
 

@@ -7,8 +7,8 @@ The split is made once, on the full run (the order is fixed by example id and th
 paper's ablations then change the **training** split only, so every variant shares the full
 run's val, test and held-out files byte for byte:
 
-- ``no_overlap/``: train examples sharing no attribute or object word with a SABER vocabulary,
-  counting every pair the text contains (distractors included);
+- ``no_overlap/``: train examples none of whose captions (query, positive, negatives: every
+  word, filler and context included) contains an item of a SABER vocabulary;
 - ``random/``: a uniform sample of the full train split, the same size;
 - ``overlap_only/``: train examples that do share a word, the same size;
 - ``mixed_lengths/``: every train example in three formats (short query / long caption, short /
@@ -62,21 +62,39 @@ def check_exclude_vocab(value: str | Path) -> None:
 
 
 def saber_words(vocab_dir: str | Path | None) -> set[str]:
-    """Every attribute name and object word of a SABER vocabulary (None: the packaged one)."""
+    """Every vocabulary item of a SABER vocabulary (None: the packaged one): its attribute names
+    and object names, a two-word object as one item ("teddy bear", not "teddy" and "bear")."""
     from bindkit.saber.vocab import load_vocabulary
 
     vocab = load_vocabulary(vocab_dir)
-    return {a.name for a in vocab.attributes} | {w for o in vocab.objects for w in o.split()}
+    return {a.name for a in vocab.attributes} | set(vocab.objects)
+
+
+MAX_ITEM_WORDS = 3  # the longest vocabulary item the overlap filter matches (in words)
 
 
 def example_words(ex: Example) -> set[str]:
-    """The words of every attribute-object pair the text contains: queried and distractors."""
-    return {w for a, o in [*ex.bindings, *ex.distractors] for w in f"{a} {o}".split()}
+    """Every word, and every run of two or three words, of every caption of an example: the
+    query, the positive and both negatives, filler and context included (what a vocabulary item
+    is looked up in; see :func:`overlaps`)."""
+    from bindkit.synth.text import words
+
+    out: set[str] = set()
+    for text in (ex.query, ex.positive, *ex.negatives.values()):
+        tokens = words(text)
+        for n in range(1, MAX_ITEM_WORDS + 1):
+            out.update(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+    return out
+
+
+def overlaps(ex: Example, items: set[str]) -> bool:
+    """Whether any caption of ``ex`` contains a vocabulary item (a word or a run of words)."""
+    return not example_words(ex).isdisjoint(items)
 
 
 def no_overlap(examples: Iterable[Example], words: set[str]) -> list[Example]:
-    """The NoOverlap filter: drop examples sharing any attribute or object word with ``words``."""
-    return [ex for ex in examples if not example_words(ex) & words]
+    """The NoOverlap filter: drop examples whose captions contain any item of ``words``."""
+    return [ex for ex in examples if not overlaps(ex, words)]
 
 
 def triplets(examples: Iterable[Example]) -> list[dict[str, Any]]:
@@ -104,14 +122,30 @@ def short_forms(ex: Example) -> tuple[str, dict[str, str]]:
     """A short positive and short negatives: the bindings as a conjunction, objects in the
     reverse of the query's order (so the short positive is never the query verbatim).
 
-    >>> # "a red cube and a blue ball" → "a blue ball and a red cube", negatives likewise
+    Each short negative moves the same words as its long negative (read from the text: the word
+    each queried attribute or object became), so it keeps the short positive's word order and
+    changes one word per rebound object; the two negatives are never the same string.
+
+    >>> # "a blue ball and a red cube": attribute "a red ball and a blue cube",
+    >>> #                               object    "a blue cube and a red ball"
     """
-    if set(ex.intended) != {"attribute", "object"}:
-        raise DataFormatError(f"{ex.id}: no intended bindings; regenerate the example")
+    from bindkit.synth.text import permute_words, words
+
     query = f" {ex.query} "
     order = sorted(ex.objects, key=lambda o: query.find(f" {o} "), reverse=True)
     positive = _render(ex.bindings, order)
-    return positive, {kind: _render(ex.intended[kind], order) for kind in ("attribute", "object")}
+    vocabulary = ex.vocabulary()
+    long_positive = words(ex.positive)
+    negatives = {}
+    for kind in ("attribute", "object"):
+        long_negative = words(ex.negatives[kind])
+        if len(long_negative) != len(long_positive):
+            raise DataFormatError(f"{ex.id}: the {kind} negative is not a permutation; validate it")
+        mapping = {
+            p: n for p, n in zip(long_positive, long_negative, strict=True) if p in vocabulary
+        }
+        negatives[kind] = permute_words(positive, mapping)
+    return positive, negatives
 
 
 def mixed_length_triplets(examples: Iterable[Example]) -> list[dict[str, Any]]:
@@ -158,20 +192,28 @@ def split(examples: list[Example], seed: int = 0) -> dict[str, list[Example]]:
     return out
 
 
+def pools(train: list[Example], words: set[str]) -> dict[str, list[Example]]:
+    """The train examples without (``no_overlap``) and with (``overlap_only``) a vocabulary item
+    in any caption, in the train split's order."""
+    marks = [overlaps(ex, words) for ex in train]
+    return {
+        "no_overlap": [ex for ex, hit in zip(train, marks, strict=True) if not hit],
+        "overlap_only": [ex for ex, hit in zip(train, marks, strict=True) if hit],
+    }
+
+
 def subsets(train: list[Example], words: set[str], seed: int) -> dict[str, list[Example]]:
     """NoOverlap, Random and OverlapOnly: size-matched subsets of the full run's train split.
 
-    The size is that of the smaller pool (examples without, or with, a SABER word), so all three
-    are equally large; rows keep the train split's order.
+    The size is that of the smaller pool (examples without, or with, a SABER item in any
+    caption), so all three are equally large; rows keep the train split's order.
     """
-    pools = {
-        "no_overlap": [ex for ex in train if not example_words(ex) & words],
-        "random": train,
-        "overlap_only": [ex for ex in train if example_words(ex) & words],
-    }
-    size = min(len(pools["no_overlap"]), len(pools["overlap_only"]))
+    found = pools(train, words)
+    by_name = {"no_overlap": found["no_overlap"], "random": train}
+    by_name["overlap_only"] = found["overlap_only"]
+    size = min(len(found["no_overlap"]), len(found["overlap_only"]))
     out = {}
-    for name, pool in pools.items():
+    for name, pool in by_name.items():
         keep = sorted(random.Random(f"{seed}/subset/{name}").sample(range(len(pool)), size))
         out[name] = [pool[i] for i in keep]
     return out
@@ -202,6 +244,8 @@ def split_files(
         for name, group in subsets(parts["train"], words, seed).items():
             variants[name] = jsonl_bytes(triplets(group))
             sizes[name] = len(group)
+        for name, group in pools(parts["train"], words).items():
+            sizes[f"{name}_pool"] = len(group)
     if mixed_lengths:
         variants[MIXED] = jsonl_bytes(mixed_length_triplets(parts["train"]))
         sizes[MIXED] = len(parts["train"])

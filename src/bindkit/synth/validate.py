@@ -54,6 +54,12 @@ RULES: dict[str, str] = {
     "declared_window": "a declared distance window is one of the configured windows of the type",
     "distractors": "declared distractors (at most the configured number, only for the types "
     "that take them) appear in the positive",
+    "text_pairs": "every attribute-object phrase in the positive (a lexicon or queried "
+    "attribute directly before a lexicon or queried object) is a queried pair or a declared "
+    "distractor",
+    "slot_lexicon": "attr_bundle: the attribute lexicon's family of a known attribute is its "
+    "declared slot (when the slot is a family name); an object's two attributes come from "
+    "different families",
 }
 DATASET_RULES: dict[str, str] = {
     "duplicate_id": "every example id is unique in the file",
@@ -70,7 +76,13 @@ TRIPLET_RULES: dict[str, str] = {
     "negative_kind attribute|object",
     "permutation": "the negative is a word-level permutation of the positive (a = an)",
     "negative_distinct": "the negative differs from the positive",
-    "heldout_in_split": "no held-out (deferred_bind) type in a train, val or test split",
+    "heldout_in_split": "no held-out (deferred_bind) type in a train, val or test split, read "
+    "from the text ('respectively', 'the former/latter', 'the first ... the second') as well as "
+    "from 'type'",
+}
+SPLIT_SET_RULES: dict[str, str] = {
+    "split_leak": "no positive or negative text, and no id, appears in two of a split set's "
+    "train, val, test and held-out files",
 }
 _REFERENT = {"former": 0, "first": 0, "latter": 1, "second": 1}
 _ARTICLES = ("a", "an")
@@ -145,6 +157,10 @@ def validate_example(ex: Example) -> list[Rejection]:
     problem = _distractors(ex, c.name, tokens["positive"])
     if problem:
         return bad("distractors", problem)
+    if c.family == "bundle":
+        problem = _slot_lexicon(ex)
+        if problem:
+            return bad("slot_lexicon", problem)
     for name, toks in tokens.items():
         if name != "query":
             problem = _agreement(toks)
@@ -235,6 +251,9 @@ def validate_example(ex: Example) -> list[Rejection]:
     broken = _structure(ex, c.family, p, where, objects, attributes_of)
     if broken:
         return bad(*broken)
+    problem = _undeclared_pair(ex, p)
+    if problem:
+        return bad("text_pairs", problem)
 
     count = len(p)
     configured_bands = _shifted_bands(ex)
@@ -295,6 +314,73 @@ def _distractors(ex: Example, kind: str, positive: list[str]) -> str | None:
         if positive.count(a) != 1 or positive.count(o) != 1:
             return f"the distractor [{a}, {o}] is not in the positive once"
     return None
+
+
+@cache
+def attribute_lexicon() -> dict[str, str]:
+    """Known attribute words and their family (``data/adjectives.txt``)."""
+    from bindkit.synth.controls import adjective_families
+
+    return {w: f for f, ws in adjective_families().items() for w in ws}
+
+
+@cache
+def object_lexicon() -> frozenset[str]:
+    """Known object words: the template nouns and the packaged SABER objects (the head noun,
+    the last word, of a two-word one: "globe" of "snow globe", not "snow")."""
+    from bindkit.saber.vocab import load_vocabulary
+
+    nouns = " ".join(read_lines("template_objects.txt")).split()
+    saber = [o.split()[-1] for o in load_vocabulary().objects]
+    return frozenset([*nouns, *saber])
+
+
+def _undeclared_pair(ex: Example, positive: list[str]) -> str | None:
+    """The first "attribute object" bigram of the positive that is neither queried nor a
+    declared distractor (e.g. "near a sour camera" with no distractors)."""
+    attributes = attribute_lexicon().keys() | set(ex.attributes) | {a for a, _ in ex.distractors}
+    # a queried attribute is no object here ("a minuscule rubber statue")
+    objects = object_lexicon() | set(ex.objects) | {o for _, o in ex.distractors}
+    objects -= {*ex.attributes, *(a for a, _ in ex.distractors)}
+    declared = {*ex.bindings, *ex.distractors}
+    for a, o in itertools.pairwise(positive):
+        if a in attributes and o in objects and (a, o) not in declared:
+            return f"'{a} {o}' is in the positive but is neither a queried pair nor a distractor"
+    return None
+
+
+def _slot_lexicon(ex: Example) -> str | None:
+    family = attribute_lexicon()
+    families = set(family.values())
+    slots = ex.slots or {}
+    for a in ex.attributes:
+        if a in family and slots.get(a) in families and slots[a] != family[a]:
+            return f"{a!r} is a {family[a]} word, declared slot {slots[a]!r}"
+    for o in ex.objects:
+        known = [family[a] for a in ex.attributes_of(o) if a in family]
+        if len(known) != len(set(known)):
+            return f"the attributes of {o!r} are both {known[0]} words; use two families"
+    return None
+
+
+def unverifiable_slots(ex: Example) -> int:
+    """attr_bundle attributes the lexicon does not know (their slot cannot be checked)."""
+    if CONSTRUCTIONS[ex.type].family != "bundle":
+        return 0
+    return sum(a not in attribute_lexicon() for a in ex.attributes)
+
+
+def reads_deferred(text: str) -> bool:
+    """Whether a caption reads as a held-out deferred_bind one, whatever its declared type:
+    "respectively", "the former", "the latter", or both "the first" and "the second"."""
+    tokens = words(text)
+    bigrams = set(itertools.pairwise(tokens))
+    return (
+        "respectively" in tokens
+        or ("the", "former") in bigrams
+        or ("the", "latter") in bigrams
+        or {("the", "first"), ("the", "second")} <= bigrams
+    )
 
 
 def _bundle_slots_ok(ex: Example) -> bool:
@@ -447,6 +533,7 @@ class Seen:
     vocabulary: tuple[str, ...]
     attributes: int
     order: str | None
+    unverifiable: int = 0  # attr_bundle attributes the lexicon does not know
 
 
 def _check_lines(
@@ -475,7 +562,17 @@ def _check_lines(
         failures += [(where, ex.id, r) for r in validate_example(ex)]
         order = anaphoric_order(ex) if ex.type == "deferred_bind_anaphoric" else None
         vocabulary = tuple(sorted(ex.vocabulary()))
-        seen.append(Seen(where, ex.id, ex.type, vocabulary, len(ex.attributes), order))
+        seen.append(
+            Seen(
+                where,
+                ex.id,
+                ex.type,
+                vocabulary,
+                len(ex.attributes),
+                order,
+                unverifiable_slots(ex),
+            )
+        )
     return failures, seen
 
 
@@ -491,8 +588,18 @@ def validate_triplet(obj: object, split: str | None) -> list[Rejection]:
         return [Rejection("schema", f"unknown type {obj['type']!r}")]
     if obj["negative_kind"] not in ("attribute", "object"):
         return [Rejection("schema", "negative_kind must be 'attribute' or 'object'")]
-    if split in ("train", "val", "test") and obj["type"] in controls()["splits"]["heldout"]:
-        return [Rejection("heldout_in_split", f"{obj['type']} is held out of the {split} split")]
+    if split in ("train", "val", "test"):
+        if obj["type"] in controls()["splits"]["heldout"]:
+            message = f"{obj['type']} is held out of the {split} split"
+            return [Rejection("heldout_in_split", message)]
+        if reads_deferred(obj["positive"]):
+            return [
+                Rejection(
+                    "heldout_in_split",
+                    f"the positive reads as a held-out deferred_bind caption (type {obj['type']!r}"
+                    f" declared) in the {split} split",
+                )
+            ]
     if bag(obj["negative"]) != bag(obj["positive"]):
         return [Rejection("permutation", "the negative is not a permutation of the positive")]
     if words(obj["negative"]) == words(obj["positive"]):
@@ -583,6 +690,7 @@ def validate_file(
     dataset: bool = False,
     kind: str | None = None,
     split: str | None = None,
+    notes: Counter[str] | None = None,
 ) -> tuple[int, list[Failure]]:
     """(rows checked, failures) for a JSONL file of examples or triplets.
 
@@ -594,6 +702,8 @@ def validate_file(
         dataset: also check the rules of a whole run (caps, mix, anaphoric balance).
         kind: "examples" or "triplets" (default: detected from the first row).
         split: the split of a triplet file (default: from the file name).
+        notes: a counter that receives what could not be checked: ``unverifiable_slots``,
+            the attr_bundle attributes the attribute lexicon does not know.
     """
     import json
 
@@ -637,6 +747,8 @@ def validate_file(
     failures = [f for part, _ in results for f in part]
     seen = [s for _, part in results for s in part]
     failures += dataset_failures(path.name, seen, dataset=dataset)
+    if notes is not None:
+        notes["unverifiable_slots"] += sum(s.unverifiable for s in seen)
     return len(numbered), failures
 
 
@@ -646,3 +758,111 @@ def _has_gaps(part: list[tuple[int, str]]) -> bool:
 
 def count_rules(rejections: Iterable[Rejection]) -> Counter[str]:
     return Counter(r.rule for r in rejections)
+
+
+def split_set_root(path: str | Path) -> Path | None:
+    """The synth run directory a triplet file belongs to (``DIR/x.jsonl`` or
+    ``DIR/<variant>/x.jsonl`` with ``DIR/splits.json`` or ``DIR/examples.jsonl``), else None."""
+    from bindkit.synth.splits import SPLITS_JSON, VARIANTS
+
+    path = Path(path)
+
+    def is_run(d: Path) -> bool:
+        return (d / SPLITS_JSON).is_file() or (d / "examples.jsonl").is_file()
+
+    if is_run(path.parent):
+        return path.parent
+    if path.parent.name in VARIANTS and is_run(path.parent.parent):
+        return path.parent.parent
+    return None
+
+
+def check_split_set(directory: str | Path) -> tuple[int, list[Failure]]:
+    """(triplet rows checked, failures) over a run's split set: every train/val/test/held-out
+    file of ``DIR`` and of each variant folder (a variant's train file with the shared files)
+    is checked row by row (:func:`validate_triplet`, which reads held-out membership from the
+    text), and no positive or negative text, and no ``id``, may appear under two splits.
+
+    Raises:
+        DataFormatError: ``DIR`` holds no split files.
+    """
+    import json
+
+    directory = Path(directory)
+    sets = [directory, *sorted(d for d in directory.iterdir() if (d / "train.jsonl").is_file())]
+    groups = [
+        [p for p in sorted(d.glob("*.jsonl")) if split_name(p) is not None]
+        for d in sets
+        if d.is_dir()
+    ]
+    groups = [g for g in groups if g]
+    if not groups:
+        raise DataFormatError(
+            f"{directory}: no split files (train.jsonl, val.jsonl, ...); run `bindkit synth "
+            f"split {directory}` first"
+        )
+    checked = 0
+    failures: list[Failure] = []
+    for files in groups:
+        owner: dict[str, tuple[str, str]] = {}  # text or id -> (split, file:line)
+        for path in files:
+            split = split_name(path)
+            assert split is not None
+            # held-out files are one split each: two held-out types never share a caption
+            group = path.stem if split == "heldout" else split
+            name = path.relative_to(directory).as_posix()
+            for lineno, line in _read_lines(path):
+                checked += 1
+                where = f"{name}:{lineno}"
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    failures.append((where, "?", Rejection("schema", f"corrupt JSON ({exc.msg})")))
+                    continue
+                problems = validate_triplet(row, split)
+                failures += [(where, "?", r) for r in problems]
+                if problems:
+                    continue
+                keys = [("text", row["positive"]), ("text", row["negative"])]
+                if isinstance(row.get("id"), str):
+                    keys.append(("id", row["id"]))
+                for what, value in keys:
+                    first = owner.setdefault(f"{what}\0{value}", (group, where))
+                    if first[0] != group:
+                        failures.append(
+                            (
+                                where,
+                                str(row.get("id", "?")),
+                                Rejection(
+                                    "split_leak",
+                                    f"the {what} {value[:60]!r} is also in {first[1]}",
+                                ),
+                            )
+                        )
+                        break
+    return checked, failures
+
+
+def require_split_set(path: str | Path) -> None:
+    """For a triplet file of a synth run: refuse it unless its split set is whole and current
+    (:func:`bindkit.synth.splits.verify_splits`) and passes :func:`check_split_set`. Files
+    outside a synth run are left alone. ``bindkit train triplets`` and ``bindkit eval --task
+    triplets`` call this on their data.
+
+    Raises:
+        DataFormatError: the first problem, naming the file and line.
+    """
+    from bindkit.synth.splits import verify_splits
+
+    root = split_set_root(path)
+    if root is None:
+        return
+    verify_splits(root)
+    _, failures = check_split_set(root)
+    if failures:
+        where, _, rejection = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise DataFormatError(
+            f"{root / where}: [{rejection.rule}] {rejection.message}{more}; run `bindkit synth "
+            f"validate --split-set {root}`, then rerun `bindkit synth split {root}`"
+        )

@@ -24,7 +24,9 @@ FIELDS = ("query", "positive", "negative")
 
 
 def read_triplets(path: str | Path) -> list[dict[str, Any]]:
-    """Read and check a triplet JSONL file; errors name the file and line."""
+    """Read and check a triplet JSONL file; errors name the file and line. A file of a synth
+    run's split set is refused unless the set passes
+    :func:`bindkit.synth.validate.require_split_set`."""
     path = need_file(Path(path), "a JSONL file of query/positive/negative rows")
     rows = []
     for lineno, row in jsonl_rows(path):
@@ -37,6 +39,12 @@ def read_triplets(path: str | Path) -> list[dict[str, Any]]:
         rows.append(row)
     if not rows:
         raise DataFormatError(f"{path}: no triplets found")
+    # a split file of a synth run (a variant's too), for `eval --task triplets` and `train
+    # triplets` alike: only if its split set is whole, current, and no text or id crosses its
+    # train/val/test/held-out files
+    from bindkit.synth.validate import require_split_set
+
+    require_split_set(path)
     return rows
 
 
@@ -54,11 +62,6 @@ class TripletTask(Task):
         if data is None:
             raise DataFormatError("--task triplets needs --data FILE.jsonl")
         rows = read_triplets(data)
-        if (data.parent / "examples.jsonl").is_file():
-            # a split file of a synth run: score it only if its split set is whole and current
-            from bindkit.synth.splits import verify_splits
-
-            verify_splits(data.parent)
         return Dataset(data.stem, sha256_file(data), str(data), rows)
 
     def evaluate(

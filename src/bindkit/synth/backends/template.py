@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from functools import cache
 
 from bindkit.saber.language import indefinite_article
@@ -17,12 +18,20 @@ from bindkit.synth.controls import minimum_words, read_lines
 from bindkit.synth.diversity import Plan
 from bindkit.synth.example import Example
 
-# Filler pieces. Places read naturally after a noun ("the cup on the shelf") and after a verb;
-# other adverbials only after a verb or at the end of a clause. None of their words may be a
-# queried attribute or object (see grammar_words), and none may be an anaphor (first, second).
+# Filler pieces, by kind. Places read naturally after a noun ("the cup on the shelf") and after
+# a verb; times and clauses only after a verb or at the end of a clause. A filler chains at most
+# two places, one time and two clauses, in that order ("by the window in the back room after
+# lunch while the staff watched"), so two time adverbials never meet ("for a while for now"),
+# and no piece ends in a bare adverb before a preposition ("nearby near a ..."). None of their
+# words may be a queried attribute or object (see grammar_words), an item of the SABER
+# vocabulary, an anaphor (first, second), or an attribute directly before an object.
+# one-word places: two per caption at most, never beside another place ("upstairs downstairs")
+SPOTS = ["there", "upstairs", "downstairs", "indoors", "outside"]
 PLACES = [
-    "nearby",
-    "close by",
+    "on display",
+    "in storage",
+    "in place",
+    "out back",
     "on the shelf",
     "by the window",
     "near the door",
@@ -31,32 +40,54 @@ PLACES = [
     "beside the sink",
     "at the far end",
     "next to the wall",
-    "on the top shelf",
     "in the back room",
-    "on the long table",
     "in plain view",
     "in the corner of the room",
+    "along the ledge",
+    "on the windowsill",
+    "at the end of the hall",
+    "on the landing",
+    "in the hallway",
+    "by the front steps",
+    "near the fireplace",
+    "on the porch",
 ]
-ADVERBIALS = [
-    "again",
+TIMES = [
     "today",
+    "again",
     "quietly",
     "as usual",
     "for now",
-    "for a while",
+    "for hours",
     "all morning",
     "after lunch",
+    "earlier that week",
+    "until closing time",
+]
+CLAUSES = [
     "as the guests arrived",
     "while the staff watched",
     "after the last visitor left",
     "before anyone noticed",
+    "long after the shop had closed",
+    "as the evening began",
+    "while the music played",
+    "before the doors closed",
 ]
-PIECES = PLACES + ADVERBIALS
-# Past-tense locative verbs: no subject-verb agreement to get wrong with one or more subjects.
-VERBS = ["sat", "stood", "lay", "rested", "waited", "remained"]
+PIECES = SPOTS + PLACES + TIMES + CLAUSES
+# at most this many pieces of each kind in one filler, in this order (a spot or places)
+KINDS = (("place", PLACES, 2), ("time", TIMES, 1), ("clause", CLAUSES, 1))
+# at most this many pieces of a kind in one caption (over all its fillers)
+PER_CAPTION = {"spot": 2, "time": 1, "clause": 2}
+
+
+# Past-tense locative verbs: no subject-verb agreement to get wrong with one or more subjects
+# ("lay" and "waited" are left out: the spaCy parser of the benchmark reads them as nouns in
+# 3-5 % of captions).
+VERBS = ["sat", "stood", "rested", "remained"]
 PREPOSITIONS = ["beside", "near", "behind", "opposite"]
 # Linking verbs of predicative captions (all listed in data/linking_words.txt).
-COPULAS = ["was", "looked", "seemed", "appeared", "remained", "had become", "stayed"]
+COPULAS = ["was", "looked", "seemed", "appeared", "remained", "had become", "had turned", "stayed"]
 # Openers as sentence-initial adverbials ("X, clause"), clauses taking a that-clause
 # ("X that clause"), or sentences of their own ("X. Clause"). The first object and "There" need
 # no words of their own: the caption starts with the object, or "There were ...".
@@ -84,13 +115,13 @@ SCENE_PREPOSITIONS = {
         "a campsite",
         "a fire station",
         "a flea market",
-        "a food truck",
+        "a food stall",
         "a gas station",
         "a harbor",
         "a playground",
-        "a train station",
+        "a railway station",
         "a post office",
-        "a lighthouse",
+        "a coastguard hut",
     ),
 }
 
@@ -104,32 +135,47 @@ def scene_phrase(context: str) -> list[str]:
 
 
 @cache
-def _fillers(places_only: bool) -> dict[int, list[tuple[str, ...]]]:
-    """Chains of distinct pieces by total word count (a few per length); at most one
-    one-word piece per chain ("today quietly" does not read)."""
+def _fillers(places_only: bool, exclude: frozenset[str] = frozenset()) -> dict[int, list[Chain]]:
+    """Chains of distinct pieces by total word count (a few per length): a spot or up to two
+    places, then one time and one clause (places only, or without the kinds in ``exclude``)."""
     rng = random.Random(0)
-    pieces = [tuple(p.split()) for p in (PLACES if places_only else PIECES)]
-    table: dict[int, list[tuple[str, ...]]] = {0: [()]}
-    for _ in range(4000):
+    kinds = [(k, [tuple(p.split()) for p in pieces], most) for k, pieces, most in KINDS]
+    kinds = [k for k in kinds if k[0] not in exclude and not (places_only and k[0] != "place")]
+    spots = [] if "spot" in exclude else [(w,) for w in SPOTS]
+    table: dict[int, list[Chain]] = {0: [((), frozenset())]}
+    for _ in range(20000):
         seq: tuple[str, ...] = ()
-        short = 0
-        for piece in rng.sample(pieces, rng.randint(1, 5)):
-            short += len(piece) == 1
-            if short > 1:
-                break
-            seq += piece
+        used: set[str] = set()
+        for kind, pieces, most in kinds:
+            if kind == "place" and spots and rng.random() < 0.25:
+                seq, used = seq + rng.choice(spots), used | {"spot"}
+                continue
+            for piece in rng.sample(pieces, rng.randint(0, most)):
+                seq, used = seq + piece, used | {kind}
+        chain = (seq, frozenset(used))
+        if seq:
             table.setdefault(len(seq), [])
-            if len(table[len(seq)]) < 12 and seq not in table[len(seq)]:
-                table[len(seq)].append(seq)
+            if len(table[len(seq)]) < 48 and chain not in table[len(seq)]:
+                table[len(seq)].append(chain)
     return table
 
 
-class Filler:
-    """Filler of an exact word count for one caption, never repeating a piece in it."""
+Chain = tuple[tuple[str, ...], frozenset[str]]  # words, kinds of piece used
 
-    def __init__(self, rng: random.Random) -> None:
+
+class Filler:
+    """Filler of an exact word count for one caption, never repeating a piece in it, and with
+    at most :data:`PER_CAPTION` spots, times and clauses over all its fillers.
+
+    ``times``: whether time adverbials may appear (not when the caption's context already
+    names a time of day)."""
+
+    def __init__(self, rng: random.Random, *, times: bool = True) -> None:
         self.rng = rng
         self.used: set[str] = set()
+        self.kinds: Counter[str] = Counter()
+        if not times:
+            self.kinds["time"] = PER_CAPTION["time"]
 
     def __call__(self, n: int, *, place: bool = False) -> list[str]:
         """``n`` words; ``place``: places only where some fit (after a noun)."""
@@ -137,12 +183,32 @@ class Filler:
             raise ValueError("negative filler length")
         if n == 0:
             return []
-        options = (_fillers(True).get(n) if place else None) or _fillers(False).get(n, [])
-        fresh = [o for o in options if self.used.isdisjoint(_content_words(o))]
-        if fresh or options:
-            choice = self.rng.choice(fresh or options)
-            self.used |= _content_words(choice)
-            return list(choice)
+        full = frozenset(k for k, most in PER_CAPTION.items() if self.kinds[k] >= most)
+        tables = [
+            *([_fillers(True, full)] if place else []),
+            _fillers(False, full),
+            # nothing else has n words: a third spot, then a third clause, a second time last
+            _fillers(False, full - {"spot"}),
+            _fillers(False, full - {"spot", "clause"}),
+            _fillers(False),
+        ]
+        candidates = [t[n] for t in tables if t.get(n)]
+        # the first table with a chain whose pieces the caption has not used yet; else reuse
+        fresh = next(
+            (
+                f
+                for f in (
+                    [o for o in c if self.used.isdisjoint(_content_words(o[0]))] for c in candidates
+                )
+                if f
+            ),
+            candidates[0] if candidates else [],
+        )
+        if fresh:
+            words_, kinds = self.rng.choice(fresh)
+            self.used |= _content_words(words_)
+            self.kinds.update(kinds)
+            return list(words_)
         half = n // 2  # longer than any chain: join two
         return self(half, place=place) + self(n - half, place=place)
 
@@ -150,7 +216,29 @@ class Filler:
 @cache
 def _content_words(seq: tuple[str, ...]) -> frozenset[str]:
     """A filler's words that must not repeat in one caption ("the", "a", "on", ... may)."""
-    return frozenset(w for w in seq if len(w) > 3)
+    return frozenset(w for w in seq if w not in _FUNCTION_WORDS)
+
+
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "on",
+        "in",
+        "at",
+        "by",
+        "to",
+        "as",
+        "for",
+        "all",
+        "and",
+        "out",
+        "up",
+        "had",
+    ]
+)
 
 
 @cache
@@ -243,9 +331,11 @@ class TemplateBackend:
         else:
             bindings = [(pick_attribute(), o) for o in objects]
         distractors = [(pick_attribute(), pick_object()) for _ in range(plan.distractors)]
-        fill = Filler(rng)
-        body = self._body(c.family, plan, rng, fill, bindings, objects)
-        text, realised = self._frame(plan, rng, fill, body, distractors)
+        fill = Filler(rng, times=plan.time is None)
+        placed = _place_distractors(plan.type, distractors, rng)
+        body = self._body(c.family, plan, rng, fill, bindings, objects, placed["gap"])
+        placed["end"] += placed.pop("gap")  # those no gap could hold
+        text, realised = self._frame(plan, rng, fill, body, placed)
         example = plan.candidate(self.name, bindings, text, slots=slots, distractors=distractors)
         # record what the caption really holds: a target it could not fit is not claimed
         example.targets.update(realised)
@@ -260,8 +350,10 @@ class TemplateBackend:
         fill: Filler,
         bindings: list[tuple[str, str]],
         objects: list[str],
+        woven: list[tuple[str, str]],
     ) -> list[str]:
-        """The core clause(s) as words (punctuation attached), with its main verb."""
+        """The core clause(s) as words (punctuation attached), with its main verb. Distractors
+        in ``woven`` that a gap between core phrases takes are removed from it."""
         lo, hi = plan.distance_window
         # never overshoot the band: the distances may grow only by the room the band leaves
         room = plan.length_band[1] - minimum_words(plan.construction, plan.distance_window)
@@ -269,9 +361,9 @@ class TemplateBackend:
         hi = max(lo, min(hi, lo + max(0, room) // (2 if len(objects) == 2 else 3)))
         attrs = {o: [a for a, x in bindings if x == o] for o in objects}
         if family in ("adjacent", "bundle"):
-            return self._adjacent(rng, fill, lo, hi, [(attrs[o], o) for o in objects])
+            return self._adjacent(rng, fill, lo, hi, [(attrs[o], o) for o in objects], woven)
         if family == "predicative":
-            return self._predicative(rng, fill, lo, hi, [(attrs[o][0], o) for o in objects])
+            return self._predicative(rng, fill, lo, hi, [(attrs[o][0], o) for o in objects], woven)
         first, second = objects
         span = rng.randint(lo, hi)
         if plan.type == "deferred_bind_respective":
@@ -309,14 +401,20 @@ class TemplateBackend:
         lo: int,
         hi: int,
         phrases: list[tuple[list[str], str]],
+        woven: list[tuple[str, str]] | None = None,
     ) -> list[str]:
         """Core phrases joined by gaps of exact word counts (the binding distance is the
-        smallest gap): 1 word "and" ("a red cup and blue pan"), 2 words "and a", 3 or more a
-        verb, filler and a preposition ("sat on the shelf beside a"). Gaps grow along the
-        caption, so lists come first and the verb follows them."""
-        gaps = [rng.randint(max(lo, 1), max(hi, 1))]
+        smallest gap): 1 word ", a" (inside a list of three), 2 words "and a", 3 or more a
+        verb, filler and a preposition ("sat on the shelf beside a"); a verb gap of 7 or more
+        words may hold a distractor of ``woven`` ("sat behind a zesty kazoo near a"). Gaps grow
+        along the caption, so lists come first and the verb follows them; the last gap has at
+        least 2 words, so every noun phrase keeps its article ("and a blue pan")."""
+        woven = woven if woven is not None else []
         if len(phrases) == 3:
-            gaps.append(rng.randint(gaps[0], max(hi, gaps[0])))
+            gaps = [rng.randint(max(lo, 1), max(hi, 1))]
+            gaps.append(rng.randint(max(gaps[0], 2), max(hi, gaps[0], 2)))
+        else:
+            gaps = [rng.randint(max(lo, 2), max(hi, 2))]
         attributes, obj = phrases[0]
         out = [_article(attributes[0]), *attributes, obj]
         has_verb = False
@@ -329,17 +427,28 @@ class TemplateBackend:
             elif gap == 1:  # "a red cup, a blue pan and ...": the comma is no word
                 out[-1] += ","
                 joint = [article]
+            elif gap == 2 and not last:  # "a red cup, plus a blue pan and a green mug"
+                out[-1] += ","
+                joint = ["plus", article]
             elif gap == 2:
                 joint = ["and", article]
             elif not has_verb:
                 has_verb = True
-                preposition = rng.choice(PREPOSITIONS)
-                joint = [rng.choice(VERBS), *fill(gap - 3), preposition, article]
+                preposition, other = rng.sample(PREPOSITIONS, 2)
+                inner: list[str] = []
+                if woven and gap >= 7:
+                    da, do = woven.pop(0)
+                    inner = [other, _article(da), da, do]
+                room = gap - 3 - len(inner)
+                lead = _two_word_preposition(room, preposition)  # no lone filler word
+                joint = [rng.choice(VERBS), *inner, *fill(room - len(lead) + 1), *lead, article]
             else:
-                middle = fill(gap - 3, place=True)
+                room = gap - 3
+                lead = _two_word_preposition(room, rng.choice(PREPOSITIONS))
+                middle = fill(room - len(lead) + 1, place=True)
                 if middle:
                     middle[-1] += ","
-                joint = [*middle, "and", rng.choice(PREPOSITIONS), article]
+                joint = [*middle, "and", *lead, article]
             out += [*joint, *attributes, obj]
         if not has_verb:
             out.append(rng.choice(VERBS))
@@ -352,13 +461,18 @@ class TemplateBackend:
         lo: int,
         hi: int,
         pairs: list[tuple[str, str]],
+        woven: list[tuple[str, str]] | None = None,
     ) -> list[str]:
         """Clauses like "the cup by the window looked red, and the pan, which stood on the
-        shelf, was blue"."""
+        shelf, was blue"; a distractor of ``woven`` may close the first clause ("looked red
+        beside a zesty kazoo, and ...")."""
+        woven = woven if woven is not None else []
         out: list[str] = []
         for i, (attribute, obj) in enumerate(pairs):
             distance = rng.randint(lo, hi)
             copula = rng.choice([c for c in COPULAS if len(c.split()) <= distance]).split()
+            if distance - len(copula) == 1:  # a two-word copula, not one lone filler word
+                copula = rng.choice([c for c in COPULAS if len(c.split()) == 2]).split()
             room = distance - len(copula)
             if room >= 3 and rng.random() < 0.5:
                 clause = ["which", rng.choice(VERBS), *fill(room - 2)]
@@ -369,6 +483,9 @@ class TemplateBackend:
                 out[-1] += ","
                 out.append("and")
             out += ["the", *middle, *copula, attribute]
+            if woven and not i:
+                da, do = woven.pop(0)
+                out += [rng.choice(PREPOSITIONS), _article(da), da, do]
         return out
 
     def _frame(
@@ -377,52 +494,124 @@ class TemplateBackend:
         rng: random.Random,
         fill: Filler,
         body: list[str],
-        distractors: list[tuple[str, str]],
+        placed: dict[str, list[tuple[str, str]]],
     ) -> tuple[str, dict[str, str | None]]:
-        """Add distractors, then as much context and opener as the target length allows, and
-        pad with filler to the target. Returns the caption and the targets it realised (the
-        template writes no register: it never claims one)."""
-        extra: list[str] = []
-        if distractors:
-            phrases = [[_article(a), a, o] for a, o in distractors]
-            extra = ["near"]
-            for i, phrase in enumerate(phrases):
-                if i and i == len(phrases) - 1:
-                    extra.append("and")
-                elif i:
-                    extra[-1] += ","
-                extra += phrase
+        """Weave in the distractors (a fronted phrase, a list at the end of the clause, a
+        closing sentence), then as much register, context and opener as the target length
+        allows, and pad with filler to the target. Returns the caption and the targets it
+        realised: a register, context or opener that did not fit is not claimed."""
+        front = (
+            [_PREPOSITION_TITLE[rng.randrange(len(_PREPOSITION_TITLE))]] if placed["front"] else []
+        )
+        for a, o in placed["front"]:
+            front += [_article(a), a, o]
+        if front:
+            front[-1] += ","
+        extra = _listed(placed["end"], lead=["near"]) if placed["end"] else []
+        tail = [*_listed(placed["tail"]), "stood", "nearby."] if placed["tail"] else []
         target = rng.randint(*plan.length_band)
-        budget = target - len(body) - len(extra)
-        context = scene_phrase(plan.context)
-        scene = scene_phrase(plan.scene)
+        budget = target - len(body) - len(front) - len(extra) - len(tail)
         realised: dict[str, str | None] = {"register": None, "context": None, "opener": None}
-        place: list[str] = []
-        for words_, value in ((context, plan.context), (scene, plan.scene)):
-            if len(words_) <= budget:
-                place, realised["context"] = words_, value
-                budget -= len(words_)
-                break
         opener, join = OPENERS.get(plan.opener, ("", ""))
         opening = opener.split() + ([join] if join == "that" else [])
         starts_itself = plan.opener == "start with the first object" or (
             plan.opener == 'start with "There"' and body[0] == "there"
         )
-        if starts_itself:
+        # the register: a lead-in ("According to the field notebook,") or a closing phrase
+        # (", as the field notebook records"); the closing one when an opener wants the start
+        lead: list[str] = []
+        close: list[str] = []
+        register = plan.register.split()
+        at_start = not (opener or starts_itself) and rng.random() < 0.5
+        frames = _REGISTER_LEADS if at_start else _REGISTER_CLOSES
+        before, after = frames[rng.randrange(len(frames))]
+        framed = [*before.split(), *register, *after.split()]
+        if len(framed) <= budget:
+            realised["register"] = plan.register
+            budget -= len(framed)
+            if at_start:
+                lead = framed
+                lead[-1] += ","
+            else:
+                close = framed
+        place: list[str] = []
+        for words_, value in (
+            (scene_phrase(plan.context), plan.context),
+            (scene_phrase(plan.scene), plan.scene),
+        ):
+            if len(words_) <= budget:
+                place, realised["context"] = words_, value
+                budget -= len(words_)
+                break
+        if starts_itself and not (lead or front):
             realised["opener"] = plan.opener
-        elif opener and len(opening) <= budget:
+        elif opener and not lead and len(opening) <= budget:
             realised["opener"] = plan.opener
             budget -= len(opening)
         else:
             opening = []
         pad = fill(budget) if budget > 0 else []
-        if body[-1] == "respectively" and (pad or extra or place):
+        if body[-1] == "respectively" and (pad or extra or place or close):
             body[-1] += ","
-        sentence = " ".join([*body, *pad, *extra, *place])
+        clause = [*body, *pad, *extra, *place]
+        if close:
+            clause[-1] += ","
+            clause += close
+        sentence = " ".join([*lead, *front, *clause])
         if opening:
-            lead = " ".join(opening) + ("," if join == "," else "")
-            sentence = f"{lead} {sentence}"
-        return _capitalise_sentences(sentence[0].upper() + sentence[1:]) + ".", realised
+            sentence = " ".join(opening) + ("," if join == "," else "") + " " + sentence
+        text = sentence[0].upper() + sentence[1:] + "."
+        if tail:
+            text += " " + " ".join(tail)
+        return _capitalise_sentences(text), realised
+
+
+# a fronted distractor: "Beside a zesty kazoo, a red cup ..."
+_PREPOSITION_TITLE = ("beside", "next to", "near", "behind", "opposite")
+# how a caption names its register (the seed: "32 writing registers (e.g., news caption, field
+# notebook, auction listing, maintenance log)"): (words before, words after) the register
+_REGISTER_LEADS = (("according to the", ""), ("in the", ""), ("as the", "puts it"))
+_REGISTER_CLOSES = (("as the", "records"), ("according to the", ""), ("or so the", "says"))
+
+
+def _two_word_preposition(room: int, preposition: str) -> list[str]:
+    """ "next to" where one filler word would be left over (a lone "upstairs" or "today"
+    reads worse than a longer preposition), else ``preposition``."""
+    return ["next", "to"] if room == 1 else [preposition]
+
+
+def _listed(pairs: list[tuple[str, str]], lead: list[str] | None = None) -> list[str]:
+    """ "a zesty kazoo, a red pan and a blue mug" (with ``lead`` words before it)."""
+    out = list(lead or [])
+    for i, (a, o) in enumerate(pairs):
+        if i and i == len(pairs) - 1:
+            out.append("and")
+        elif i:
+            out[-1] += ","
+        out += [_article(a), a, o]
+    return out
+
+
+def _place_distractors(
+    kind: str, distractors: list[tuple[str, str]], rng: random.Random
+) -> dict[str, list[tuple[str, str]]]:
+    """Where each distractor goes: ``gap`` (pair_swap: inside the verb gap; predicative: closing
+    the first clause), ``front`` (one
+    fronted phrase), ``end`` (a list closing the clause) or ``tail`` (a closing sentence).
+    Anaphoric captions keep theirs after the back-references, so "the first" still means the
+    first queried noun."""
+    options = {
+        "pair_swap": ("gap", "front", "end", "tail"),
+        "predicative": ("gap", "front", "end", "tail"),
+        "deferred_bind_anaphoric": ("end", "tail"),
+    }.get(kind, ("front", "end", "tail"))
+    placed: dict[str, list[tuple[str, str]]] = {"gap": [], "front": [], "end": [], "tail": []}
+    for pair in distractors:
+        where = rng.choice(options)
+        if where == "front" and placed["front"]:
+            where = "end"
+        placed[where].append(pair)
+    return placed
 
 
 def _capitalise_sentences(text: str) -> str:
