@@ -9,7 +9,7 @@ from bindkit.errors import BindkitError
 from bindkit.mining.baselines import hard_negatives, random_negatives
 from bindkit.mining.diagnostics import diagnose, format_table
 from bindkit.mining.index import IndexConfig, numpy_search, search
-from bindkit.mining.pool import Pool
+from bindkit.mining.pool import Cluster, Pool
 from bindkit.mining.saha import saha, saha_from_retrieved, select_negatives
 
 
@@ -33,7 +33,7 @@ def test_identical_candidates_map_to_the_owner_most_similar_to_the_anchor() -> N
     # rows 0,1 share candidate 0; rows 2,3 share candidate 1; row 4 owns candidate 2
     q = gram_vectors({(4, 0): 0.2, (4, 1): 0.7, (4, 2): 0.6, (4, 3): 0.1}, 5)
     pool = Pool(q, np.eye(3, dtype=np.float32), np.array([0, 0, 1, 1, 2]))
-    assert [list(o) for o in pool.owners] == [[0, 1], [2, 3], [4]]
+    assert [list(pool.owners(c)) for c in range(3)] == [[0, 1], [2, 3], [4]]
     assert pool.pick_owner(4, 0, label_filter=False) == 1
     assert pool.pick_owner(4, 1, label_filter=False) == 2
     assert pool.owner_list(4, np.array([2, 0, 1]), label_filter=False) == [1, 2]
@@ -62,19 +62,35 @@ def test_keeps_the_k_owners_least_similar_to_the_anchor() -> None:
     assert select_negatives(pool, 0, [], 2, label_filter=True) == ()
 
 
-def test_label_bypass_drops_same_label_owners_and_keeps_retrieval_order() -> None:
+def test_label_bypass_discards_candidates_with_a_same_label_owner_and_keeps_retrieval_order() -> (
+    None
+):
     # anchor 0 is a "cat"; rows 1 and 2 share candidate 1: 1 is a cat, 2 a dog
-    q = gram_vectors({(0, 1): 0.3, (0, 2): 0.2, (0, 3): 0.9, (0, 4): 0.1}, 5)
-    labels = ["cat", "cat", "dog", "cow", "cat"]
-    pool = Pool(q, np.eye(4, dtype=np.float32), np.array([0, 1, 1, 2, 3]), labels)
-    owners = pool.owner_list(0, np.array([0, 1, 2, 3]), label_filter=True)
-    assert owners == [2, 3]  # candidate 1 goes to its dog owner; the cat row 4 is dropped
-    # the similarity is bypassed: row 3 (sim 0.9) stays first, in retrieval order
-    assert select_negatives(pool, 0, owners, 2, label_filter=True) == (2, 3)
+    q = gram_vectors({(0, 1): 0.3, (0, 2): 0.2, (0, 3): 0.8, (0, 4): 0.1, (0, 5): 0.35}, 6)
+    labels = ["cat", "cat", "dog", "cow", "cat", "cow"]
+    pool = Pool(q, np.eye(5, dtype=np.float32), np.array([0, 1, 1, 2, 3, 4]), labels)
+    owners = pool.owner_list(0, np.array([0, 1, 2, 3, 4]), label_filter=True)
+    # the seed discards candidate 1 (a cat owns it) even though a dog owns it too; candidate 3
+    # (owned by the cat row 4) goes as well
+    assert owners == [3, 5]
+    assert pool.pick_owner(0, 1, label_filter=True) is None
+    # the similarity is bypassed: row 3 (sim 0.8) stays first, in retrieval order
+    assert select_negatives(pool, 0, owners, 2, label_filter=True) == (3, 5)
     # without the filter the most similar owner (the cat, row 1) is taken and sorting applies
-    plain = pool.owner_list(0, np.array([0, 1, 2, 3]), label_filter=False)
-    assert plain == [1, 3, 4]
+    plain = pool.owner_list(0, np.array([0, 1, 2, 3, 4]), label_filter=False)
+    assert plain == [1, 3, 4, 5]
     assert select_negatives(pool, 0, plain, 2, label_filter=False) == (4, 1)
+
+
+def test_false_negative_rate_counts_a_candidate_co_owned_by_a_same_label_row() -> None:
+    # anchor 0 (cat): its negative row 2 is a dog, but 2's positive (candidate 1) is also the
+    # positive of the cat row 1, so the negative is a false negative
+    q = gram_vectors({(0, 1): 0.3, (0, 2): 0.2}, 4)
+    cands = np.eye(4, dtype=np.float32)[:3]
+    pool = Pool(q, cands, np.array([0, 1, 1, 2]), ["cat", "cat", "dog", "cow"])
+    d = diagnose(pool, [Cluster(0, (2, 3))])
+    assert (d.false_negatives, d.labelled_negatives) == (1, 2)
+    assert d.false_negative_rate == 0.5
 
 
 def test_unlabelled_anchor_ignores_the_label_filter() -> None:

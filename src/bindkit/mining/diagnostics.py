@@ -1,7 +1,9 @@
 """What a set of clusters holds: false negatives, latent high-risk negatives, sizes, leftovers.
 
 - false-negative rate (where labels exist): the share of negatives of labelled anchors whose
-  owner has the anchor's label (seed 002, Table VIIIa).
+  candidate (the negative pair's positive) is owned by any row with the anchor's label (seed 002,
+  Table VIIIa): a candidate that is the positive of a same-label row is a false negative even
+  when the pair written for it belongs to a row of another label.
 - latent high-risk rate: the share of negatives whose owner query has cosine ≥ ``threshold``
   (0.90) with the anchor (seed 002, Table VIIIb).
 - hardness vs safety (seed 002, Fig. 5): x = anchor–candidate similarity (how hard),
@@ -111,7 +113,9 @@ def diagnose(pool: Pool, clusters: Sequence[Cluster], threshold: float = HIGH_RI
         label = pool.label(cluster.anchor)
         if label is not None:
             out.labelled_negatives += len(negatives)
-            out.false_negatives += sum(pool.label(int(n)) == label for n in negatives)
+            out.false_negatives += sum(
+                pool.shares_label(cluster.anchor, int(pool.positive[n])) for n in negatives
+            )
     out.uncovered = len(pool) - len(appearances)
     out.reused = sum(1 for count in appearances.values() if count > 1)
     return out

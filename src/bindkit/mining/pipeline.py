@@ -33,8 +33,8 @@ class MineConfig:
         k: negatives per cluster (clusters hold up to k+1 pairs).
         m: pool multiplier: candidates retrieved per anchor = m·k.
         relative_margin: ``hn-margin``: skip candidates above s⁺ − |s⁺|·margin.
-        label_filter: SaHa: drop owners that share a labelled anchor's label (else labels are
-            used only by the diagnostics).
+        label_filter: SaHa: drop candidates owned by any row of a labelled anchor's label (else
+            labels are used only by the diagnostics).
         seed: ``random``: the sampling seed.
         index: how candidates are searched.
     """
