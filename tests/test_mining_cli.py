@@ -160,3 +160,23 @@ def test_library_call_and_bad_options() -> None:
         MineConfig(method="sahaa")
     with pytest.raises(BindkitError, match="--k 0"):
         MineConfig(k=0)
+
+
+def test_clusters_without_negatives_are_dropped_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # seven "x" rows and one "y": with the label filter an x anchor's only valid negative is y,
+    # which phase 2 gives to one leftover; the other leftovers find nothing
+    rows = pair_rows(labelled=False)[:8]
+    for i, row in enumerate(rows):
+        row["label"] = "y" if i == 0 else "x"
+    data = write_rows(tmp_path / "pairs.jsonl", rows)
+    out = tmp_path / "c.jsonl"
+    assert run("--data", str(data), "--out", str(out), "--k", "1", "--m", "8") == 0
+    clusters = [json.loads(line) for line in out.read_text().splitlines()]
+    # phase 1: (y, some x); phase 2: (x, y) once, then five x anchors with nothing left
+    assert [len(c["pairs"]) for c in clusters] == [2, 2]
+    report = json.loads((tmp_path / "c.diagnostics.json").read_text())["total"]
+    assert report["dropped_singletons"] == 5 and report["uncovered_rows"] == 8 - 3
+    assert report["clusters"] == len(clusters) and "1" not in report["cluster_sizes"]
+    assert "dropped" in capsys.readouterr().out

@@ -38,6 +38,7 @@ class Diagnostics:
     high_risk: int = 0
     uncovered: int = 0
     reused: int = 0
+    dropped: int = 0
     sizes: Counter[int] = field(default_factory=Counter)
     hardness: list[float] = field(default_factory=list)
     owner_similarity: list[float] = field(default_factory=list)
@@ -53,6 +54,7 @@ class Diagnostics:
             "high_risk",
             "uncovered",
             "reused",
+            "dropped",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.sizes.update(other.sizes)
@@ -89,12 +91,29 @@ class Diagnostics:
             "cluster_sizes": {str(s): c for s, c in sorted(self.sizes.items())},
             "uncovered_rows": self.uncovered,
             "reused_rows": self.reused,
+            "dropped_singletons": self.dropped,
         }
 
 
-def diagnose(pool: Pool, clusters: Sequence[Cluster], threshold: float = HIGH_RISK) -> Diagnostics:
-    """Diagnostics of ``clusters`` mined from ``pool``; labels are read from the pool."""
-    out = Diagnostics(rows=len(pool), clusters=len(clusters))
+def drop_singletons(clusters: Sequence[Cluster]) -> tuple[list[Cluster], int]:
+    """The clusters that have negatives, and how many had none.
+
+    A cluster of one pair (an anchor for which no valid negative was left, e.g. a SaHa phase-2
+    leftover in an exhausted pool) gives zero loss but still counts in a training mean, so
+    ``bindkit mine`` does not write it; the number dropped is reported.
+    """
+    kept = [c for c in clusters if c.negatives]
+    return kept, len(clusters) - len(kept)
+
+
+def diagnose(
+    pool: Pool, clusters: Sequence[Cluster], threshold: float = HIGH_RISK, dropped: int = 0
+) -> Diagnostics:
+    """Diagnostics of ``clusters`` mined from ``pool``; labels are read from the pool.
+
+    ``dropped``: how many clusters without negatives were left out (see :func:`drop_singletons`).
+    """
+    out = Diagnostics(rows=len(pool), clusters=len(clusters), dropped=dropped)
     appearances: Counter[int] = Counter()
     for cluster in clusters:
         appearances.update(cluster.rows)
@@ -131,7 +150,8 @@ def format_table(results: dict[str, Diagnostics]) -> str:
     """A plain-text table, one line per name (a method or a task)."""
     head = (
         f"{'':<14} {'rows':>7} {'clusters':>8} {'phase2':>6} {'size':>5} {'FN rate':>8} "
-        f"{'high-risk':>9} {'hardness':>8} {'owner sim':>9} {'uncovered':>9} {'reused':>7}"
+        f"{'high-risk':>9} {'hardness':>8} {'owner sim':>9} {'uncovered':>9} {'reused':>7} "
+        f"{'dropped':>7}"
     )
     lines = [head]
     for name, d in results.items():
@@ -140,7 +160,7 @@ def format_table(results: dict[str, Diagnostics]) -> str:
             f"{name[:14]:<14} {d.rows:>7} {d.clusters:>8} {d.phase2_clusters:>6} "
             f"{_fmt(s['mean_cluster_size']):>5} {_fmt(d.false_negative_rate, True):>8} "
             f"{_fmt(d.high_risk_rate, True):>9} {_fmt(s['mean_hardness']):>8} "
-            f"{_fmt(s['mean_owner_similarity']):>9} {d.uncovered:>9} {d.reused:>7}"
+            f"{_fmt(s['mean_owner_similarity']):>9} {d.uncovered:>9} {d.reused:>7} {d.dropped:>7}"
         )
     return "\n".join(lines)
 

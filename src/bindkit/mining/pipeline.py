@@ -3,6 +3,10 @@
 The output is JSONL, one cluster per line: ``{"anchor": QUERY, "task": TASK, "phase": P,
 "pairs": [ROW, ...]}`` with the anchor's own row first; every miner writes this format. Beside it,
 ``OUT.diagnostics.json`` (the numbers and what produced them) and ``OUT.scatter.png``.
+
+A cluster without negatives (an anchor left with no valid negative) is not written: it would
+train on zero loss while counting in the mean. The table and ``dropped_singletons`` count them;
+their anchors show up as uncovered rows unless another cluster holds them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,13 @@ import numpy as np
 
 from bindkit.errors import BindkitError
 from bindkit.mining.data import PairRow, read_pairs
-from bindkit.mining.diagnostics import Diagnostics, diagnose, format_table, scatter_png
+from bindkit.mining.diagnostics import (
+    Diagnostics,
+    diagnose,
+    drop_singletons,
+    format_table,
+    scatter_png,
+)
 from bindkit.mining.index import IndexConfig
 from bindkit.mining.pool import Cluster, Pool
 
@@ -207,9 +217,9 @@ def mine(
     per_task: dict[str, Diagnostics] = {}
     total = Diagnostics()
     for task, (members, pool) in pools.items():
-        clusters = run_method(pool, config)
+        clusters, dropped = drop_singletons(run_method(pool, config))
         records += [cluster_record(c, rows, members) for c in clusters]
-        per_task[task] = diagnose(pool, clusters)
+        per_task[task] = diagnose(pool, clusters, dropped=dropped)
         total.add(per_task[task])
 
     atomic_write_bytes(out, jsonl_bytes(records))
