@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from bindkit.errors import BindkitError
 from bindkit.mining.baselines import hard_negatives, random_negatives
 from bindkit.mining.diagnostics import diagnose, format_table
-from bindkit.mining.index import IndexConfig, numpy_search, search
+from bindkit.mining.index import IndexConfig, block_sizes, numpy_search, search
 from bindkit.mining.pool import Cluster, Pool
 from bindkit.mining.saha import saha, saha_from_retrieved, select_negatives
 
@@ -162,12 +164,38 @@ def test_numpy_search_matches_brute_force_across_blocks() -> None:
     rng = np.random.default_rng(0)
     q = rng.standard_normal((37, 16)).astype(np.float32)
     c = rng.standard_normal((53, 16)).astype(np.float32)
-    scores, ids = numpy_search(q, c, 9, block=8)
+    assert block_sizes(37, 53, 16, 2000) == (7, 7)  # several blocks both ways
+    scores, ids = numpy_search(q, c, 9, memory=2000)
     full = q @ c.T
     expected = np.argsort(-full, axis=1, kind="stable")[:, :9]
     np.testing.assert_array_equal(ids, expected)
     np.testing.assert_allclose(scores, np.take_along_axis(full, expected, 1), rtol=1e-6)
     assert numpy_search(q, c, 99)[1].shape == (37, 53)
+    # ties go to the lower id, across blocks too
+    tied = np.ones((3, 16), dtype=np.float32)
+    assert numpy_search(tied[:1], tied, 2, memory=200)[1].tolist() == [[0, 1]]
+
+
+def test_exact_search_scratch_stays_within_the_memory_budget(tmp_path: Path) -> None:
+    """The budget bounds what the search allocates besides its output, on a memory-mapped
+    corpus too (tracemalloc sees numpy's allocations; the mapped pages are not copied)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    corpus = rng.standard_normal((6000, 64)).astype(np.float32)
+    np.save(tmp_path / "c.npy", corpus)
+    mapped = np.load(tmp_path / "c.npy", mmap_mode="r")
+    queries = corpus[:2000].copy()
+    budget = 1 << 18  # 256 KiB, against 1.5 MiB for the corpus and 48 MiB for all scores
+    output = len(queries) * 10 * (4 + 8)
+    tracemalloc.start()
+    try:
+        _, ids = numpy_search(queries, mapped, 10, memory=budget)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak - output <= budget
+    np.testing.assert_array_equal(ids[:, 0], np.arange(2000))
 
 
 def test_faiss_flat_equals_the_numpy_fallback() -> None:
