@@ -10,7 +10,7 @@ import pytest
 from bindkit.errors import BindkitError
 from bindkit.mining.baselines import hard_negatives, random_negatives
 from bindkit.mining.diagnostics import diagnose, format_table
-from bindkit.mining.index import IndexConfig, block_sizes, numpy_search, search
+from bindkit.mining.index import IndexConfig, block_sizes, numpy_search, release_pages, search
 from bindkit.mining.pool import Cluster, Pool
 from bindkit.mining.saha import saha, saha_from_retrieved, select_negatives
 
@@ -270,3 +270,31 @@ def test_saha_has_measurably_fewer_false_negatives_than_hn_at_equal_k() -> None:
     assert labelled.false_negative_rate == 0.0
     table = format_table({"hn": hn, "saha": sa})
     assert "saha" in table and "%" in table
+
+
+def _rss_bytes() -> int:
+    import os
+
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc (Linux)")
+def test_a_memory_mapped_corpus_is_searched_without_staying_resident(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    corpus = np.lib.format.open_memmap(
+        tmp_path / "c.npy", mode="w+", dtype=np.float32, shape=(32_000, 512)
+    )  # 64 MiB
+    for start in range(0, len(corpus), 8000):
+        corpus[start : start + 8000] = rng.standard_normal((8000, 512))
+    corpus.flush()
+    del corpus
+    mapped = np.load(tmp_path / "c.npy", mmap_mode="r")
+    queries = np.array(mapped[:64])
+    before = _rss_bytes()
+    _, ids = numpy_search(queries, mapped, 5, memory=4 << 20)
+    assert _rss_bytes() - before < 16 << 20  # the 64 MiB read went back to the page cache
+    np.testing.assert_array_equal(ids[:, 0], np.arange(64))
+    float(np.asarray(mapped[:16_000]).sum())  # a plain read stays resident ...
+    assert _rss_bytes() - before > 24 << 20
+    release_pages(mapped[:16_000])  # ... until released
+    assert _rss_bytes() - before < 16 << 20
