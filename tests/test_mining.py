@@ -298,3 +298,9 @@ def test_a_memory_mapped_corpus_is_searched_without_staying_resident(tmp_path: P
     assert _rss_bytes() - before > 24 << 20
     release_pages(mapped[:16_000])  # ... until released
     assert _rss_bytes() - before < 16 << 20
+
+
+def test_positive_scores_match_across_blocks() -> None:
+    pool, _ = synthetic_groups(seed=5)
+    expected = np.sum(pool.queries * pool.candidates[pool.positive], axis=1)
+    np.testing.assert_allclose(pool.positive_scores(block=7), expected, rtol=1e-5)

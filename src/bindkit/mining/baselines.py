@@ -41,7 +41,7 @@ def hard_negatives(
     """
     scores, retrieved = search(pool.queries, pool.candidates, max(m * k, k + 1), index)
     if relative_margin is not None:
-        positive = np.einsum("nd,nd->n", pool.queries, pool.candidates[pool.positive])
+        positive = pool.positive_scores()
         threshold = positive - np.abs(positive) * relative_margin
         retrieved = np.where(scores > threshold[:, None], -1, retrieved)
     return [_from_candidates(pool, a, retrieved[a], k) for a in range(len(pool))]

@@ -69,6 +69,17 @@ class Pool:
         """The rows whose positive is ``candidate``, in row order (the seed's D2Q map)."""
         return self._order[self._bounds[candidate] : self._bounds[candidate + 1]]
 
+    def positive_scores(self, block: int = 65_536) -> np.ndarray:
+        """``[n]`` similarity of each query to its own positive, ``block`` rows at a time (a
+        memory-mapped pool is never gathered whole)."""
+        out = np.empty(len(self), dtype=np.float32)
+        for start in range(0, len(self), block):
+            stop = start + block
+            q = np.asarray(self.queries[start:stop], dtype=np.float32)
+            c = np.asarray(self.candidates[self.positive[start:stop]], dtype=np.float32)
+            out[start:stop] = np.einsum("nd,nd->n", q, c)
+        return out
+
     def label(self, row: int) -> str | None:
         return None if self.labels is None else self.labels[row]
 
