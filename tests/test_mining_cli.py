@@ -320,3 +320,68 @@ def test_the_output_may_not_be_the_input(
     assert code == 2
     assert "would overwrite the input" in capsys.readouterr().err
     assert data.read_bytes() == before
+
+
+KILLED_MID_RUN = """
+import os, signal, sys
+import bindkit.mining.pipeline as mining
+from bindkit.cli import main
+
+real_run, calls = mining.run_method, []
+
+def run_method(*args):
+    calls.append(1)
+    if len(calls) == 2:  # after the first task, vectors embedded and spilled to disk
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_run(*args)
+
+class Spilling(mining.VectorStore):
+    def __init__(self, budget, near):
+        super().__init__(0, near)
+
+mining.run_method, mining.VectorStore = run_method, Spilling
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_mine_killed_with_sigkill_then_rerun_gives_byte_identical_output(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    data = write_rows(tmp_path / "pairs.jsonl", pair_rows("x") + pair_rows("y"))
+    env = {**os.environ, "BINDKIT_CACHE_DIR": str(tmp_path / "cache"), "BINDKIT_PROGRESS": "0"}
+    args = ["--model", "bow", "--data", str(data), "--k", "3", "--max-memory", "64M"]
+    reference = tmp_path / "ref" / "c.jsonl"
+    assert main(["mine", *args, "--out", str(reference)]) == 0
+
+    out = tmp_path / "run" / "c.jsonl"
+    out.parent.mkdir()
+    out.write_text("previous\n")
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_RUN, "mine", *args, "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert out.read_text() == "previous\n"  # the old file, untouched
+    strays = [p for p in out.parent.iterdir() if p.name.endswith(".vectors")]
+    assert len(strays) == 1  # the spilled vectors of the killed run
+    rerun = subprocess.run(
+        [sys.executable, "-m", "bindkit", "mine", *args, "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert out.read_bytes() == reference.read_bytes()
+    ref_report = json.loads(reference.with_name("c.diagnostics.json").read_text())
+    report = json.loads(out.with_name("c.diagnostics.json").read_text())
+    ref_report["provenance"].pop("vectors"), report["provenance"].pop("vectors")
+    assert report == ref_report
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted(
+        p.name for p in reference.parent.iterdir()
+    )
