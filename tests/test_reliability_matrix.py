@@ -517,6 +517,39 @@ def _build(cell: Cell, name: str) -> None:
         _immutable(cell, d / "r")
     elif name == "imm_synth":
         _immutable(cell, d / "s")
+    elif name == "shapes":  # a SABER set the procedural renderer can draw, as s/
+        shutil.copytree(cell.base / "saber_shapes", d / "s")
+    elif name == "shapes_rendered":
+        shutil.copytree(cell.base / "saber_shapes_rendered", d / "s")
+    elif name == "tiny_shapes":  # s/ on a 2 MB disk that is already full
+        tiny = _mount(cell, "tiny", "size=2m")
+        shutil.copytree(cell.base / "saber_shapes", tiny / "s")
+        _fill(tiny)
+        filler = tiny / "filler"
+        with filler.open("r+b") as handle:  # room for the lock and a few images, not all
+            handle.truncate(filler.stat().st_size - 48 * 1024)
+    elif name == "texts":  # inputs of `analyze`: bound texts and image-caption pairs
+        t = d / "t"
+        t.mkdir()
+        row = {"text": "a red cup and a blue box", "bindings": [["red", "cup"], ["blue", "box"]]}
+        (t / "texts.jsonl").write_text(json.dumps(row) + "\n")
+        (t / "empty.jsonl").write_text("")
+        (t / "bad.jsonl").write_text('{"text": \n')
+        (t / "bin.jsonl").write_bytes(b"\x96\xff\x00junk\n")
+        (t / "wrong.jsonl").write_text('{"query": "x"}\n')
+        (t / "img.png").write_bytes(b"\x89PNG not really")
+        pairs = [{"image": "img.png", "caption": "a red cup"}] * 2
+        (t / "pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+        (t / "noimage.jsonl").write_text(json.dumps({"image": "x.png", "caption": "c"}) + "\n")
+    elif name == "junk":  # files of the wrong kind for the benchmark tasks
+        j = d / "j"
+        (j / "emptydir").mkdir(parents=True)
+        (j / "empty.jsonl").write_text("")
+        (j / "bad.jsonl").write_text('{"caption_0": \n')
+        (j / "bin.jsonl").write_bytes(b"\x96\xff\x00junk\n")
+        (j / "wrong.jsonl").write_text('{"query": "x"}\n')
+        (j / "junk.parquet").write_bytes(b"PAR1 not parquet")
+        (j / "persistent.pkl").write_bytes(b"P0\n.")  # pickle's message spans two lines
     elif name == "c.sqlite":
         _cache_db(d / "c.sqlite")
     elif name == "g.sqlite":
@@ -965,9 +998,9 @@ SY_ROWS = [
     C("sy06", f"{SYN} --n 20 --out ro/s", "ro", 2, "ro/s: cannot create it (Read-only file system)"),
     C("sy07", f"{SYN} --n 20 --out f", "f", 2, "--out f"),
     C("sy08", f"{SYN} --n 20 --out 'my synth é'", "", 0, "triplets: train"),
-    C("sy09", f"{SYN} --n 40 --out s", "s:corrupt_mid", 2, "s/examples.jsonl:11", unchanged=("s/examples.jsonl", "s/rejected.jsonl")),
-    C("sy10", f"{SYN} --n 40 --out s", "s:binary", 2, "s/examples.jsonl:11", unchanged=("s/examples.jsonl", "s/rejected.jsonl")),
-    C("sy11", f"{SYN} --n 600 --out s", "s:corrupt_rejected", 2, "s/rejected.jsonl:1", unchanged=("s/examples.jsonl", "s/rejected.jsonl")),
+    C("sy09", f"{SYN} --n 40 --out s", "s:corrupt_mid", 2, "s/examples.jsonl:11", unchanged=("s/examples.jsonl", "s/rejected.jsonl", "s/manifest.json")),
+    C("sy10", f"{SYN} --n 40 --out s", "s:binary", 2, "s/examples.jsonl:11", unchanged=("s/examples.jsonl", "s/rejected.jsonl", "s/manifest.json")),
+    C("sy11", f"{SYN} --n 600 --out s", "s:corrupt_rejected", 2, "s/rejected.jsonl:1", unchanged=("s/examples.jsonl", "s/rejected.jsonl", "s/manifest.json")),
     C("sy12", f"{SYN} --n 100 --out s", "s:500", 0, "triplets: train"),
     C("sy13", f"{SYN} --n 600 --seed 5 --out s", "s:500", 2, "seed"),
     C("sy14", f"{SYN} --n 20 --out s", "saberdir_s", 2, "--out s"),
@@ -981,8 +1014,8 @@ SY_ROWS = [
     C("sy22", f"{SYN} --n 600 --out s", "s:truncated_last", 0, "triplets: train"),
     C("sy23", f"{SYN} --n 20 --out imm/s", "imm", 2, "imm/s: cannot create it (Operation not permitted)"),
     C("sy24", f"{SYN} --n 600 --out s", "s:truncated_last", 0, "triplets: train"),
-    C("sy25", f"{SYN} --n 600 --out s", "s:dup", 2, "duplicate", unchanged=("s/examples.jsonl", "s/rejected.jsonl")),
-    C("sy26", f"{SYN} --n 500 --out s", "s:500 imm_synth", 2, "operation not permitted"),
+    C("sy25", f"{SYN} --n 600 --out s", "s:dup", 2, "duplicate", unchanged=("s/examples.jsonl", "s/rejected.jsonl", "s/manifest.json")),
+    C("sy26", f"{SYN} --n 500 --out s", "s:500 imm_synth", 2, "error: s: operation not permitted"),
     C("sy27", f"{SYN} --n 20 --seed 1000000000000000000000000000000 --out s", "", 0, "triplets: train"),
     C("sy28", f"{SYN} --n 1 --out s", "", 0, "triplets: train"),
 ]
@@ -1063,6 +1096,78 @@ CA_ROWS = [
     C("ca14", "cache --path imm/embeddings.sqlite clear --all", "imm_cache", 2, "imm/embeddings.sqlite: cannot use the cache"),
 ]
 
+# issue 21: the commands added since the first review (saber render/review, synth re-splits
+# and deadlines, demo finetune, analyze, the benchmark tasks), one row per cell
+I21_ROWS = [
+    C("i21_ev01", "eval -q --no-report --model bow+dim=0 --data saber/good --out r", GOOD, 2, "dim=0", absent=("r",)),
+    C("i21_ca01", "cache list --path c.sqlite", "c.sqlite", 0, "c.sqlite: 2 model(s)"),
+    C("i21_ca02", "cache clear --path c.sqlite --model nope", "c.sqlite", 2, "--model nope: no cached model"),
+    C("i21_ca03", "cache --path elsewhere.sqlite list --path c.sqlite", "c.sqlite", 0, "c.sqlite: 2 model(s)"),
+    C("i21_em01", "eval -q --no-report --model sentence-transformers/all-MiniLM-L6-v2 --data saber/good --out r", GOOD, 2, "write st:sentence-transformers/all-MiniLM-L6-v2 (sentence-transformers)", absent=("r",)),
+    C("i21_top01", "eval --taks sts --model bow", "", 2, "unrecognized arguments: --taks sts; did you mean --task?"),
+    C("i21_top02", "synth generate --n 5 --out s --concurency 3 --sedd 1", "", 2, "did you mean --concurrency for --concurency, --seed for --sedd?"),
+    C("i21_top03", "models --zzzzzz", "", 2, "unrecognized arguments: --zzzzzz"),
+    C("i21_rn01", "saber render tiny/s -q --size 64", "tiny_shapes", 2, "png: no space left on device; free space or choose another disk"),
+    C("i21_ev02", "eval -q --no-report --model nosuch:x --data saber/good --out a/b/r", GOOD, 2, "unknown model backend", absent=("a",)),
+]
+
+AT = "analyze attention --model bow --texts"
+TC = "analyze attention --model builtin:tiny-clip --texts"
+MG = "analyze modality-gap --model builtin:tiny-clip --pairs"
+I21_ANALYZE = [
+    C("i21_an01", f"{AT} t/texts.jsonl --out a", "texts", 2, "bow: has no torch forward path", absent=("a",)),
+    C("i21_an02", f"{TC} nope.jsonl --out a", "", 2, "nope.jsonl: not found"),
+    C("i21_an03", f"{TC} t/empty.jsonl --out a", "texts", 2, "t/empty.jsonl: no texts found"),
+    C("i21_an04", f"{TC} t/bad.jsonl --out a", "texts", 2, "t/bad.jsonl:1: corrupt JSON"),
+    C("i21_an05", f"{TC} t/bin.jsonl --out a", "texts", 2, "t/bin.jsonl:1: not UTF-8 text"),
+    C("i21_an06", f"{TC} t/wrong.jsonl --out a", "texts", 2, "cannot read attribute-object phrases"),
+    C("i21_an07", f"{TC} e --out a", "e", 2, "e/saber.jsonl: not found"),
+    C("i21_an08", f"{TC} t/texts.jsonl --limit 0", "texts", 2, "--limit 0: must be at least 1"),
+    C("i21_an09", f"{TC} t/texts.jsonl --limit -3", "texts", 2, "--limit -3: must be at least 1"),
+    C("i21_an10", f"{TC} t/texts.jsonl --batch-size 0", "texts", 2, "--batch-size 0: must be from 1 to 4096"),
+    C("i21_an11", f"{TC} t/texts.jsonl --batch-size 1000000000000", "texts", 2, "--batch-size 1,000,000,000,000: must be from 1 to 4096"),
+    C("i21_an12", f"{TC} t/texts.jsonl --batch-size abc", "texts", 2, "invalid int value: 'abc'"),
+    C("i21_an13", f"{TC} t/texts.jsonl --out t/texts.jsonl", "texts", 2, "--out t/texts.jsonl: is the input t/texts.jsonl"),
+    C("i21_an14", f"{TC} saber/good --out saber/good", GOOD, 2, "--out saber/good: is the input saber/good"),
+    C("i21_an15", f"{TC} saber/good --out saber/good/att", GOOD, 2, "is inside the input directory saber/good"),
+    C("i21_an16", f"{TC} t/texts.jsonl --out regular_file/a", "texts regular_file", 2, "regular_file/a: not a directory"),
+    C("i21_an17", f"{TC} t/texts.jsonl --out t/texts.jsonl/a", "texts", 2, "is inside the input directory t/texts.jsonl"),
+    C("i21_an18", f"{TC} t/texts.jsonl --out a", "texts", 2, "builtin:tiny-clip: attention analysis needs a sentence-transformers or multimodal-LLM embedder", absent=("a",), slow=True),
+    C("i21_mg01", f"{MG} nope.jsonl --out m", "", 2, "--pairs nope.jsonl: no such file"),
+    C("i21_mg02", f"{MG} t/empty.jsonl --out m", "texts", 2, "needs at least 2 image–caption rows"),
+    C("i21_mg03", f"{MG} t/bad.jsonl --out m", "texts", 2, "t/bad.jsonl:1: not valid JSON"),
+    C("i21_mg04", f"{MG} t/wrong.jsonl --out m", "texts", 2, "t/wrong.jsonl:1: each row needs an 'image' path and a 'caption' text"),
+    C("i21_mg05", f"{MG} t/bin.jsonl --out m", "texts", 2, "--pairs t/bin.jsonl: not UTF-8 text (byte 0)"),
+    C("i21_mg06", f"{MG} e --out m", "e", 2, "bindkit: error: e: is a directory; give a file path, not a directory"),
+    C("i21_mg07", f"{MG} t/pairs.jsonl --out t/pairs.jsonl", "texts", 2, "--out t/pairs.jsonl: is the input t/pairs.jsonl"),
+    C("i21_mg08", f"{MG} t/pairs.jsonl --out regular_file/m", "texts regular_file", 2, "regular_file/m: not a directory"),
+    C("i21_mg09", f"{MG} t/noimage.jsonl --out m", "texts", 2, "image 'x.png' not found"),
+    C("i21_mg10", "analyze modality-gap --model bow --pairs t/pairs.jsonl --out m", "texts", 2, "bow", absent=("m",)),
+]
+
+_TASK_CELLS = {
+    "sugarcrepe": {"emptydir": "j/emptydir/add_obj.json: not found", "empty.jsonl": "j/empty.jsonl: not a folder", "junk.parquet": "not a folder"},
+    "sugarcrepe_pp": {"emptydir": "j/emptydir/replace_att.json: not found", "bad.jsonl": "j/bad.jsonl: not a folder"},
+    "winoground": {"emptydir": "j/emptydir/examples.jsonl: not found", "empty.jsonl": "j/empty.jsonl: no items", "bad.jsonl": "j/bad.jsonl:1: corrupt JSON", "bin.jsonl": "j/bin.jsonl: binary data", "wrong.jsonl": "j/wrong.jsonl:1: field 'caption_0' must be a string"},
+    "colorswap": {"emptydir": "j/emptydir: no .parquet files", "empty.jsonl": "j/empty.jsonl: not a readable parquet file", "junk.parquet": "j/junk.parquet: not a readable parquet file"},
+    "bivlc": {"emptydir": "j/emptydir: no .parquet files", "bin.jsonl": "j/bin.jsonl: not a readable parquet file", "junk.parquet": "j/junk.parquet: not a readable parquet file"},
+    "aro": {"emptydir": "none of visual_genome_relation.json", "bad.jsonl": "j/bad.jsonl: not a folder"},
+    "mmeb": {"emptydir": "j/emptydir: no <subset>/*.parquet folders", "junk.parquet": "no <subset>/*.parquet folders"},
+    "roxford5k": {"emptydir": "j/emptydir/gnd_roxford5k.pkl: not found", "empty.jsonl": "j/empty.jsonl: not a readable pickle", "persistent.pkl": "j/persistent.pkl: not a readable pickle"},
+    "rparis6k": {"emptydir": "j/emptydir/gnd_rparis6k.pkl: not found", "bad.jsonl": "j/bad.jsonl: not a readable pickle", "persistent.pkl": "j/persistent.pkl: not a readable pickle"},
+}
+I21_TASKS = [
+    *(
+        C(f"i21_tk_{task}_{name.replace('.', '_')}", f"{EVAL} --task {task} --data j/{name} --out r", "junk", 2, fragment, absent=("r",))
+        for task, cells in _TASK_CELLS.items()
+        for name, fragment in cells.items()
+    ),
+    *(
+        C(f"i21_tk_{task}_missing", f"{EVAL} --task {task} --data nope --out r", "", 2, "--data nope: not found", absent=("r",))
+        for task in _TASK_CELLS
+    ),
+]
+
 TOP_ROWS = [
     C("top01", "", "", 2, "usage: bindkit"),
     C("top02", "evall --model bow", "", 2, "invalid choice: 'evall'"),
@@ -1091,6 +1196,9 @@ ROWS: list[Case] = [
     *VV_ROWS,
     *SS_ROWS,
     *CA_ROWS,
+    *I21_ROWS,
+    *I21_ANALYZE,
+    *I21_TASKS,
 ]
 INPUTS = ("saber", "vocab", "trip", "sts", "synth", "a", "b", "d2", "big.jsonl", "c.sqlite")
 
@@ -1106,6 +1214,13 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, n in (("synth", "20"), ("synth500", "500")):
         argv = ["synth", "generate", "--backend", "template", "-q", "--n", n]
         assert main([*argv, "--out", str(root / name)]) == 0
+    from bindkit.saber.build import generate_saber
+    from bindkit.saber.render.procedural import ProceduralBackend
+    from bindkit.saber.render.run import render_saber
+
+    generate_saber(root / "saber_shapes", per_n=2, n_max=3, vocab="shapes")
+    shutil.copytree(root / "saber_shapes", root / "saber_shapes_rendered")
+    render_saber(root / "saber_shapes_rendered", ProceduralBackend(size=64), progress=False)
     saber = root / "saber" / "good"
     shutil.copytree(root / "saber_good", saber)
     eval_argv = ["eval", "-q", "--model", "bow", "--no-cache", "--no-report", "--data", str(saber)]

@@ -280,3 +280,62 @@ def test_openai_url_responses_are_fetched(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def black_hole() -> Iterator[str]:
+    """A server that accepts connections (the kernel's backlog) and never answers."""
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    sock.close()
+
+
+def test_openai_render_stops_at_its_deadline_with_one_line(
+    tmp_path: Path, black_hole: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21: an endpoint that never answers kept a render going with no error."""
+    generate_saber(tmp_path, seed=0, per_n=2, n_max=2, vocab="shapes")
+    before = (tmp_path / "manifest.json").read_bytes()
+    argv = ["saber", "render", str(tmp_path), "--backend", "openai", "--model", "m", "-q"]
+    argv += ["--base-url", black_hole, "--timeout", "0.2", "--deadline", "1", "--retries", "50"]
+    start = time.perf_counter()
+    assert main([*argv, "--backoff", "0.01", "--workers", "2"]) == 2
+    assert time.perf_counter() - start < 10
+    err = capsys.readouterr().err
+    assert err.startswith(f"bindkit: error: {black_hole}/images/generations: no image in ")
+    assert "ReadTimeout" in err and "raise --deadline" in err and err.count("\n") == 1
+    assert (tmp_path / "manifest.json").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--size", "0", "--size 0: must be from 16 to 4096"),
+        ("--size", "100000", "--size 100,000: must be from 16 to 4096"),
+        ("--workers", "0", "--workers 0: must be from 1 to 256"),
+        ("--timeout", "nan", "--timeout nan: must be more than 0 and at most 3600"),
+        ("--deadline", "inf", "--deadline inf: must be more than 0 and at most 86,400"),
+        ("--backoff", "-1", "--backoff -1: must be from 0 to 600"),
+        ("--retries", "1000", "--retries 1000: must be from 0 to 100"),
+        ("--guidance", "nan", "--guidance nan: must be from 0 to 100"),
+        ("--steps", "0", "--steps 0: must be from 1 to 1000"),
+    ],
+)
+def test_render_numbers_are_checked_before_any_work(
+    tmp_path: Path, option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--size 0` rendered 256 px; every number now fails in one line, nothing read."""
+    argv = ["saber", "render", str(tmp_path / "nowhere"), "--backend", "openai", "--model", "m"]
+    assert main([*argv, option, value]) == 2
+    assert capsys.readouterr().err == f"bindkit: error: {message}\n"
+
+
+def test_procedural_size_zero_is_not_the_default(tmp_path: Path) -> None:
+    """`--size 0` was read as 'not given' and rendered 256 px images."""
+    generate_saber(tmp_path, seed=0, per_n=2, n_max=2, vocab="shapes")
+    assert main(["saber", "render", str(tmp_path), "--size", "0", "-q"]) == 2
+    assert not (tmp_path / "images").exists()

@@ -43,6 +43,18 @@ def test_write_review_refuses_an_outside_path(rendered: Path, tmp_path: Path) ->
         write_review(rendered, tmp_path / "elsewhere.html")
 
 
+def test_review_never_overwrites_the_benchmark(rendered: Path) -> None:
+    """Issue 21: `saber review s --out s/saber.jsonl` replaced the benchmark with HTML."""
+    before = {p.name: p.read_bytes() for p in rendered.iterdir() if p.is_file()}
+    for name, message in (
+        ("saber.jsonl", "give an .html file name"),
+        ("manifest.json", "give an .html file name"),
+    ):
+        with pytest.raises(BindkitError, match=message):
+            write_review(rendered, rendered / name)
+    assert {p.name: p.read_bytes() for p in rendered.iterdir() if p.is_file()} == before
+
+
 def test_rejects_file_formats(tmp_path: Path) -> None:
     lines = tmp_path / "r.txt"
     lines.write_text("# rejects\na-q\n\nb-c2\n")

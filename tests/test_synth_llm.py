@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import Counter
@@ -303,3 +304,45 @@ def test_a_connect_timeout_is_short_and_not_retried() -> None:
     with pytest.raises(Rejected, match=r"cannot connect \(ConnectTimeout\)") as info:
         asyncio.run(backend.produce_async(Controller().plan(0, 0)))
     assert info.value.transport and Blackhole.calls == 1
+
+
+def test_a_server_that_never_answers_meets_the_total_deadline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21: accepted connections and no answer ran 10+ minutes with progress at 0."""
+    from bindkit.cli import main
+
+    monkeypatch.setenv("BINDKIT_PROGRESS", "1")
+    with socket.socket() as hole:  # the kernel accepts connections; nobody ever answers
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(64)
+        port = hole.getsockname()[1]
+        start = time.monotonic()
+        code = main(
+            [
+                *("synth", "generate", "--n", "5", "--out", str(tmp_path), "--backend", "openai"),
+                *("--base-url", f"http://127.0.0.1:{port}/v1", "--llm-model", "m"),
+                *("--timeout", "0.5", "--max-retries", "50", "--concurrency", "3"),
+                *("--deadline", "2"),
+            ]
+        )
+    assert time.monotonic() - start < 15
+    err = capsys.readouterr().err
+    assert code == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"bindkit: error: 127.0.0.1:{port}: no answer in 2 s (3 requests")
+    assert "raise --deadline" in last
+    assert "3 requests waiting" in err.strip().splitlines()[-2]  # the progress line said so
+
+
+def test_the_deadline_is_checked_with_the_other_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bindkit.cli import main
+
+    base = ["synth", "generate", "--n", "5", "--out", str(tmp_path / "s"), "--backend", "openai"]
+    base += ["--base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"]
+    for value in ("nan", "10", "1e9"):
+        assert main([*base, "--deadline", value]) == 2
+        assert "--deadline" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()

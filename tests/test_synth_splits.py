@@ -167,11 +167,38 @@ def test_split_verify_from_the_cli(
     assert "val.jsonl: not the file" in capsys.readouterr().err
 
 
+def _tree(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in directory.rglob("*.json*")}
+
+
+def test_a_resplit_refuses_to_delete_variants_unless_told(
+    ablations: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21: `synth split DIR` without the ablation options silently deleted them."""
+    from bindkit.cli import main
+
+    out = shutil.copytree(ablations, tmp_path / "run")
+    before = _tree(out)
+    assert main(["synth", "split", str(out), "--exclude-vocab", "builtin"]) == 2
+    err = capsys.readouterr().err
+    assert "would delete mixed_lengths/ from an earlier split; pass --mixed-lengths again" in err
+    assert main(["synth", "split", str(out)]) == 2
+    assert "no_overlap/, random/, overlap_only/, mixed_lengths/" in capsys.readouterr().err
+    argv = ["synth", "generate", "-q", "--n", "400", "--seed", "1", "--out", str(out)]
+    assert main(argv) == 2  # a resumed generate refuses too, before generating anything
+    assert "--drop-variants to delete them" in capsys.readouterr().err
+    assert _tree(out) == before
+    assert main(["synth", "split", str(out), "--mixed-lengths", "--drop-variants"]) == 0
+    assert f"removed {out / 'no_overlap'}/, {out / 'random'}/" in capsys.readouterr().out
+    assert (out / "mixed_lengths").is_dir() and not (out / "random").exists()
+    verify_splits(out)
+
+
 def test_split_defaults_to_the_runs_seed_and_drops_stale_variants(
     ablations: Path, plain: Path, tmp_path: Path
 ) -> None:
     out = shutil.copytree(ablations, tmp_path / "run")
-    write_splits(out)  # no --seed: the manifest's (1), no variants
+    write_splits(out, drop_variants=True)  # no --seed: the manifest's (1), no variants
     assert (out / "train.jsonl").read_bytes() == (plain / "train.jsonl").read_bytes()
     assert not (out / "no_overlap").exists() and not (out / "mixed_lengths").exists()
     assert (out / SPLITS_JSON).read_bytes() == (plain / SPLITS_JSON).read_bytes()
@@ -214,7 +241,7 @@ def test_a_killed_split_never_leaves_a_mixed_set(tmp_path: Path) -> None:
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     full = time.perf_counter() - start
     new = {name: (out / name).read_bytes() for name in old}
-    write_splits(out, seed=0)
+    write_splits(out, seed=0, drop_variants=True)
     rng = random.Random(0)
     outcomes = set()
     for _ in range(8):
@@ -230,7 +257,7 @@ def test_a_killed_split_never_leaves_a_mixed_set(tmp_path: Path) -> None:
         else:
             assert files in (old, new)  # never train from one seed and test from another
             outcomes.add("old" if files == old else "new")
-        write_splits(out, seed=0)  # the next run cleans up and writes a whole set
+        write_splits(out, seed=0, drop_variants=True)  # the next run cleans up, writes a whole set
         verify_splits(out)
         assert not any(p.name.endswith(".tmp") for p in out.iterdir())
         assert {name: (out / name).read_bytes() for name in old} == old

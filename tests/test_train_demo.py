@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bindkit.cli import main
 from bindkit.demo.finetune import DemoOptions, context_sentences, list_triplets
 from bindkit.errors import BindkitError
 
@@ -80,6 +81,40 @@ def test_options_are_validated(tmp_path: Path) -> None:
         DemoOptions(out=str(tmp_path), sts=str(tmp_path / "missing.txt"))
     with pytest.raises(BindkitError, match="--examples"):
         DemoOptions(out=str(tmp_path), examples=5)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("examples", 10**12, "--examples 1,000,000,000,000: must be from 100 to 1,000,000"),
+        ("preserve_weight", float("nan"), "--preserve-weight nan: must be from 0 to 1000"),
+        ("preserve_weight", float("inf"), "--preserve-weight inf: must be from 0 to 1000"),
+        ("max_triplets", 10**10, "--max-triplets 10,000,000,000: must be from 32 to 2,000,000"),
+        (
+            "saber_per_n",
+            3,
+            "--saber-per-n 3: must be even (half independent MCQs, half nested chains)",
+        ),
+        ("saber_per_n", 0, "--saber-per-n 0: must be from 2 to 100,000"),
+    ],
+)
+def test_demo_numbers_fail_before_any_work(
+    tmp_path: Path, field: str, value: float, message: str
+) -> None:
+    """Issue 21: these ran away (no bound) or failed only after data generation."""
+    with pytest.raises(BindkitError) as caught:
+        DemoOptions(out=str(tmp_path / "demo"), **{field: value})
+    assert str(caught.value) == message
+    assert not (tmp_path / "demo").exists()
+
+
+def test_a_corrupt_sts_file_fails_before_any_work(tmp_path: Path) -> None:
+    sts = tmp_path / "SICK_trial.txt"
+    sts.write_text("sentence_A\tsentence_B\trelatedness_score\na\tb\thigh\n")
+    with pytest.raises(BindkitError, match=r"--sts: .*SICK_trial\.txt: row 2: score 'high'"):
+        DemoOptions(out=str(tmp_path / "demo"), sts=str(sts))
+    assert main(["demo", "finetune", "--out", str(tmp_path / "demo"), "--sts", str(sts)]) == 2
+    assert not (tmp_path / "demo").exists()
 
 
 @pytest.mark.slow

@@ -39,7 +39,7 @@ _ADVICE = {
     errno.ENOSPC: "free space or choose another disk",
     errno.EDQUOT: "free space or choose another disk",
     errno.ENOTDIR: "a parent of it is a regular file; choose another path",
-    errno.EISDIR: "it is a directory; give a file path",
+    errno.EISDIR: "give a file path, not a directory",
     errno.EEXIST: "a file is in the way; remove it or choose another path",
     errno.ENOENT: "it does not exist; check the path",
     errno.ENAMETOOLONG: "the name is too long; choose a shorter path",

@@ -431,6 +431,7 @@ def analyze_attention(
         embedder: Any = load_embedder(spec, cache=False)
         if not hasattr(embedder, "collate"):
             raise BindkitError(f"{spec}: has no torch forward path; attention needs a torch model")
+        render_for_alignment(embedder, "", role, instruction)  # unsupported: one line, now
         curve, counted = margin_curve(
             embedder, items, role=role, instruction=instruction, batch_size=batch_size
         )

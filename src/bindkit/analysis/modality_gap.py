@@ -57,6 +57,11 @@ def read_image_captions(path: str | Path) -> list[tuple[str, str]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise DataFormatError(f"--pairs {path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(
+            f"--pairs {path}: not UTF-8 text (byte {exc.start}); pass a JSONL file of "
+            '{"image", "caption"} rows'
+        ) from None
     pairs = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

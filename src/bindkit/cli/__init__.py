@@ -12,6 +12,7 @@ user never sees a traceback for a full disk or a protected directory. Anything e
 from __future__ import annotations
 
 import argparse
+import shutil
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -51,18 +52,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _suggest(parser: argparse.ArgumentParser, tokens: list[str], extras: list[str]) -> str:
+    """``; did you mean --task?`` for a mistyped option of the command in ``tokens``."""
+    import difflib
+
+    command = parser
+    for token in tokens:  # descend to the (sub)command the tokens name
+        subcommands = next(
+            (a for a in command._actions if isinstance(a, argparse._SubParsersAction)), None
+        )
+        if subcommands is not None and token in subcommands.choices:
+            command = subcommands.choices[token]
+    known = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for extra in extras:
+        name = extra.split("=", 1)[0]
+        if name.startswith("-"):
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            if close:
+                hints.append((name, close[0]))
+    if len(hints) == 1:
+        return f"; did you mean {hints[0][1]}?"
+    return f"; did you mean {', '.join(f'{b} for {a}' for a, b in hints)}?" if hints else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    args, extras = parser.parse_known_args(tokens)
+    if extras:
+        hint = _suggest(parser, tokens, extras)
+        parser.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
         return 2
+    from bindkit._progress import library_progress
+
     try:
-        return int(handler(args))
-    except BindkitError as exc:
-        print(f"bindkit: error: {exc}", file=sys.stderr)
+        with library_progress():  # the libraries' tqdm bars follow bindkit's progress policy
+            return int(handler(args))
+    except BindkitError as exc:  # one line, even when a library's message had several
+        print(f"bindkit: error: {' '.join(str(exc).splitlines())}", file=sys.stderr)
+        return 2
+    except shutil.SameFileError as exc:  # shutil.copy onto its own source
+        print(f"bindkit: error: {exc}; choose an output that is not an input", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"bindkit: error: {describe_os_error(exc)}", file=sys.stderr)

@@ -28,18 +28,22 @@ def add_parser(analyses: Any) -> None:
 
 
 def _modality_gap(args: argparse.Namespace) -> int:
+    from bindkit._io import check_can_create, check_not_input, removed_if_failed_empty
     from bindkit.analysis.modality_gap import analyze_modality_gap, format_table
 
+    check_not_input(args.out, [args.pairs])
+    check_can_create(args.out)  # before the model loads
     layouts = [n.strip() for n in args.layouts.split(",") if n.strip()] if args.layouts else None
-    record = analyze_modality_gap(
-        args.model,
-        args.pairs,
-        args.out,
-        layouts=layouts,
-        image_role=args.image_role,
-        caption_role=args.caption_role,
-        instruction=args.instruction,
-    )
+    with removed_if_failed_empty(args.out):
+        record = analyze_modality_gap(
+            args.model,
+            args.pairs,
+            args.out,
+            layouts=layouts,
+            image_role=args.image_role,
+            caption_role=args.caption_role,
+            instruction=args.instruction,
+        )
     print(format_table(record))
     print(f"wrote {args.out}/modality_gap.json and .png")
     return 0

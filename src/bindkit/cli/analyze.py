@@ -40,23 +40,27 @@ def register(commands: Any) -> None:
 
 
 def _attention(args: argparse.Namespace) -> int:
+    from bindkit._checks import check_range
+    from bindkit._io import check_can_create, check_not_input, removed_if_failed_empty
     from bindkit.analysis.attention import analyze_attention
     from bindkit.errors import BindkitError
 
     if args.limit is not None and args.limit < 1:
         raise BindkitError(f"--limit {args.limit}: must be at least 1")
-    if args.batch_size < 1:
-        raise BindkitError(f"--batch-size {args.batch_size}: must be at least 1")
-    record = analyze_attention(
-        args.model,
-        args.texts,
-        args.out,
-        field=args.field,
-        role=args.role,
-        instruction=args.instruction,
-        limit=args.limit,
-        batch_size=args.batch_size,
-    )
+    check_range("--batch-size", args.batch_size, 1, 4096)
+    check_not_input(args.out, [args.texts])
+    check_can_create(args.out)  # before the models load
+    with removed_if_failed_empty(args.out):
+        record = analyze_attention(
+            args.model,
+            args.texts,
+            args.out,
+            field=args.field,
+            role=args.role,
+            instruction=args.instruction,
+            limit=args.limit,
+            batch_size=args.batch_size,
+        )
     for spec, curve in record["models"].items():
         margins = " ".join(f"{m:+.3f}" for m in curve["margins"])
         print(f"{spec} ({curve['texts']} texts): {margins}")

@@ -94,9 +94,7 @@ def _warn(message: str) -> None:
 
 def _eval(args: argparse.Namespace) -> int:
     from bindkit.errors import BindkitError
-    from bindkit.evaluation import evaluate
     from bindkit.results.report import build_tables, to_markdown
-    from bindkit.tasks.base import get_task
 
     options: dict[str, str] = {}
     for item in args.task_option:
@@ -104,7 +102,21 @@ def _eval(args: argparse.Namespace) -> int:
         if not sep or not key.strip():
             raise BindkitError(f"--task-option {item!r}: write KEY=VALUE, e.g. order_seed=2")
         options[key.strip()] = value.strip()
-    records = evaluate(
+    from bindkit._io import removed_if_failed_empty
+
+    with removed_if_failed_empty(args.out):
+        records = _evaluate(args, options)
+    if records:
+        tables = build_tables(records)[:-1]  # the data-source table is in the report
+        print(to_markdown(tables[:3]).removeprefix("# bindkit report\n").strip())
+    return 0
+
+
+def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[str, Any]]:
+    from bindkit.evaluation import evaluate
+    from bindkit.tasks.base import get_task
+
+    return evaluate(
         args.model,
         task=get_task(args.task, options) if options else args.task,
         data=args.data,
@@ -119,10 +131,6 @@ def _eval(args: argparse.Namespace) -> int:
         report=not args.no_report,
         verbose=not args.quiet,
     )
-    if records:
-        tables = build_tables(records)[:-1]  # the data-source table is in the report
-        print(to_markdown(tables[:3]).removeprefix("# bindkit report\n").strip())
-    return 0
 
 
 def _report(args: argparse.Namespace) -> int:

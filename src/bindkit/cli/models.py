@@ -16,10 +16,13 @@ def register(commands: Any) -> None:
     cache.add_argument("--path", default=None, help="cache file (default: $BINDKIT_CACHE_DIR)")
     sub = cache.add_subparsers(title="cache commands", metavar="COMMAND")
     cache.set_defaults(handler=_list)
-    sub.add_parser("list", help="models in the cache and their vector counts").set_defaults(
-        handler=_list
-    )
+    listing = sub.add_parser("list", help="models in the cache and their vector counts")
+    listing.set_defaults(handler=_list)
     clear = sub.add_parser("clear", help="delete cached vectors of one model or of all")
+    for parser in (listing, clear):  # `cache list --path X` works as well as `cache --path X list`
+        parser.add_argument(
+            "--path", default=argparse.SUPPRESS, help="cache file (default: $BINDKIT_CACHE_DIR)"
+        )
     group = clear.add_mutually_exclusive_group(required=True)
     group.add_argument(
         "--model", help="a model spec as it was used, or a fingerprint (prefix) from `cache list`"

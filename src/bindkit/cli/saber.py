@@ -102,6 +102,13 @@ def _register_render(sub: Any) -> None:
     ren.add_argument("--retries", type=int, default=5, help="openai: retries (default: 5)")
     ren.add_argument("--backoff", type=float, default=2.0, help="openai: first wait, seconds")
     ren.add_argument("--timeout", type=float, default=300.0, help="openai: seconds per request")
+    ren.add_argument(
+        "--deadline",
+        type=float,
+        default=900.0,
+        help="openai: stop when no image arrived for this many seconds, e.g. a server that "
+        "accepts connections and never answers (default: 900)",
+    )
     ren.add_argument("--steps", type=int, default=None, help="diffusers: num_inference_steps")
     ren.add_argument("--guidance", type=float, default=None, help="diffusers: guidance_scale")
     ren.add_argument("--dtype", default="auto", help="diffusers: auto|float16|bfloat16|float32")
@@ -150,7 +157,8 @@ def _render(args: argparse.Namespace) -> int:
     from bindkit.saber.render import make_backend
     from bindkit.saber.render.run import read_rejects, render_saber
 
-    size = args.size or (256 if args.backend == "procedural" else 1024)
+    _check_render_numbers(args)
+    size = args.size if args.size is not None else (256 if args.backend == "procedural" else 1024)
     options: dict[str, Any] = {"size": size}
     if args.backend == "procedural":
         options["seed"] = args.seed
@@ -173,6 +181,7 @@ def _render(args: argparse.Namespace) -> int:
             retries=args.retries,
             backoff=args.backoff,
             timeout=args.timeout,
+            deadline=args.deadline,
             extra=_options(args.option),
         )
     backend = make_backend(args.backend, **options)
@@ -192,6 +201,20 @@ def _render(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _check_render_numbers(args: argparse.Namespace) -> None:
+    """Every number of `saber render`, before the data or a model is touched."""
+    from bindkit._checks import check_range
+
+    check_range("--size", args.size, 16, 4096)  # the procedural renderer needs 64 or more
+    check_range("--workers", args.workers, 1, 256)
+    check_range("--retries", args.retries, 0, 100)
+    check_range("--backoff", args.backoff, 0, 600)
+    check_range("--timeout", args.timeout, 0, 3600, low_open=True)
+    check_range("--deadline", args.deadline, 0, 86400, low_open=True)
+    check_range("--steps", args.steps, 1, 1000)
+    check_range("--guidance", args.guidance, 0, 100)
 
 
 def _review(args: argparse.Namespace) -> int:

@@ -44,6 +44,14 @@ def register(commands: Any) -> None:
         "--max-retries", type=int, default=5, help="openai: retries on 408/429/5xx/network errors"
     )
     gen.add_argument(
+        "--deadline",
+        type=float,
+        default=600.0,
+        help="openai: stop when the server gave no answer for this many seconds, however many "
+        "requests wait or retry (a server that accepts connections and never answers); "
+        "default: 600",
+    )
+    gen.add_argument(
         "--max-failures",
         type=int,
         default=20,
@@ -123,6 +131,12 @@ def _split_options(parser: argparse.ArgumentParser) -> None:
         help="also write mixed_lengths/train.jsonl: each train example as short query / long "
         "caption, short / short and long / short",
     )
+    parser.add_argument(
+        "--drop-variants",
+        action="store_true",
+        help="delete an earlier split's no_overlap/, random/, overlap_only/ or mixed_lengths/ "
+        "folders that these options do not rewrite (without it, that is an error)",
+    )
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -141,10 +155,12 @@ def _generate(args: argparse.Namespace) -> int:
         max_retries=args.max_retries,
         max_failures=args.max_failures,
         max_attempts=args.max_attempts,
+        deadline=args.deadline,
         prompts=args.prompts,
         splits=not args.no_splits,
         exclude_vocab=args.exclude_vocab,
         mixed_lengths=args.mixed_lengths,
+        drop_variants=args.drop_variants,
         progress=False if args.quiet else None,
     )
     print(result.stats.table(result.controller))
@@ -168,21 +184,29 @@ def _print_counts(counts: dict[str, int]) -> None:
 
 
 def _split(args: argparse.Namespace) -> int:
-    from bindkit.synth.splits import verify_splits, write_splits
+    from bindkit.synth.splits import stale_variants, verify_splits, write_splits
 
     if args.verify:
         summary = verify_splits(args.directory)
         print(f"{args.directory}: {len(summary['files'])} split files, one complete set")
         return 0
 
+    dropped = stale_variants(args.directory, args.exclude_vocab, args.mixed_lengths)
     counts = write_splits(
         args.directory,
         seed=args.seed,
         exclude_vocab=args.exclude_vocab,
         mixed_lengths=args.mixed_lengths,
+        drop_variants=args.drop_variants,
     )
     _print_counts(counts)
+    _print_dropped(args.directory, dropped)
     return 0
+
+
+def _print_dropped(directory: Path, dropped: list[str]) -> None:
+    if dropped:
+        print(f"removed {', '.join(f'{directory / v}/' for v in dropped)} (--drop-variants)")
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -56,14 +56,30 @@ class DemoOptions:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        if self.examples < 100:
-            raise BindkitError(f"--examples {self.examples}: give at least 100")
-        if self.sts is not None and not Path(self.sts).is_file():
-            raise BindkitError(f"--sts {self.sts}: file not found (e.g. SICK_trial.txt)")
-        if self.max_triplets is not None and self.max_triplets < BATCH:
-            raise BindkitError(f"--max-triplets {self.max_triplets}: give at least {BATCH}")
-        if self.preserve_weight < 0:
-            raise BindkitError(f"--preserve-weight {self.preserve_weight}: must be zero or more")
+        """Every option checked before any data is generated or a model loaded."""
+        from bindkit._checks import check_range
+        from bindkit.saber.build import MAX_PER_N
+
+        most = 1_000_000  # 40x the default; a CPU demo beyond that is a typo, not a plan
+        check_range("--examples", self.examples, 100, most)
+        check_range("--max-triplets", self.max_triplets, BATCH, 2 * most)
+        check_range("--preserve-weight", self.preserve_weight, 0, 1000)
+        check_range("--saber-per-n", self.saber_per_n, 2, MAX_PER_N)
+        if self.saber_per_n is not None and self.saber_per_n % 2:
+            raise BindkitError(
+                f"--saber-per-n {self.saber_per_n}: must be even (half independent MCQs, half "
+                "nested chains)"
+            )
+        if self.sts is not None:
+            from bindkit.errors import DataFormatError
+            from bindkit.tasks.sts import read_sts
+
+            if not Path(self.sts).is_file():
+                raise BindkitError(f"--sts {self.sts}: file not found (e.g. SICK_trial.txt)")
+            try:
+                read_sts(self.sts)  # a corrupt file fails now, not after the training
+            except DataFormatError as exc:
+                raise BindkitError(f"--sts: {exc}") from None
 
 
 def context_sentences(examples: list[Any]) -> list[str]:

@@ -17,7 +17,6 @@ import json
 import os
 import random
 import shutil
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from bindkit.errors import BindkitError, DataFormatError
+from bindkit.errors import BindkitError, DataFormatError, PathError
 from bindkit.synth.backends.base import AsyncBackend, Backend, Rejected
 from bindkit.synth.diversity import Controller, Plan
 from bindkit.synth.example import Example, complete
@@ -36,6 +35,7 @@ REJECTED = "rejected.jsonl"
 MANIFEST = "manifest.json"
 FORMAT = "bindkit-synth-run"
 MAX_N = 10_000_000
+DEADLINE = 600.0  # seconds without any answer from an endpoint before a run stops
 
 # manifest fields that change what a run generates, and the option that sets each
 IDENTITY = {
@@ -182,20 +182,29 @@ def generate(
     max_failures: int = 20,
     progress: bool = True,
     on_accept: Callable[[Example], None] | None = None,
+    on_start: Callable[[], None] | None = None,
+    deadline: float = DEADLINE,
 ) -> tuple[Controller, Stats]:
     """Generate until ``OUT/examples.jsonl`` holds ``n`` accepted examples (resuming).
 
     This is the loop alone: :func:`run` adds the lock, the manifest and the splits.
+    ``on_start`` runs once the existing files have been read and accepted, before anything is
+    generated: a refused resume (a corrupt line, a duplicate id) has changed no file by then.
+    ``deadline``: an endpoint backend (openai) that gives no answer for this many seconds
+    stops the run, however many requests are still waiting or being retried.
 
     Raises:
         BindkitError: fewer than ``n`` examples after ``max_attempts`` attempts, or
-            ``max_failures`` transport failures in a row (the server is down or unreachable).
+            ``max_failures`` transport failures in a row (the server is down or unreachable),
+            or no answer within ``deadline`` seconds.
     """
     if n < 1:
         raise BindkitError(f"--n {n}: must be at least 1")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     controller, attempt, stats = resume(out)
+    if on_start is not None:
+        on_start()
     limit = max_attempts if max_attempts is not None else max(1000, 50 * n)
     bar = _Bar(n, controller.accepted, progress)
     in_a_row = 0
@@ -255,8 +264,9 @@ def generate(
             bar.update(controller.accepted, sum(stats.rejected.values()), stats.failures)
 
         if isinstance(backend, AsyncBackend):
+            watch = _Deadline(deadline, backend.host, bar, stats)
             attempt = asyncio.run(
-                _run_async(backend, controller, n, attempt, seed, concurrency, limit, handle)
+                _run_async(backend, controller, n, attempt, seed, concurrency, limit, handle, watch)
             )
         else:
             while controller.accepted < n and attempt < limit:
@@ -284,6 +294,7 @@ async def _run_async(
     concurrency: int,
     limit: int,
     handle: Callable[[Outcome], None],
+    watch: _Deadline,
 ) -> int:
     pending: set[asyncio.Task[Outcome]] = set()
 
@@ -302,13 +313,17 @@ async def _run_async(
             ):
                 pending.add(asyncio.create_task(one(controller.plan(attempt, seed))))
                 attempt += 1
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            done, pending = await asyncio.wait(
+                pending, timeout=watch.wait_for(len(pending)), return_when=asyncio.FIRST_COMPLETED
+            )
+            watch.waiting(len(pending))
             # collect every outcome (and so every exception) before acting on any of them
             outcomes = [(task.exception(), task) for task in done]
             for exc, _ in outcomes:
                 if exc is not None:
                     raise exc
             for _, task in outcomes:
+                watch.outcome(task.result())
                 if controller.accepted < n:
                     handle(task.result())
     finally:
@@ -320,30 +335,78 @@ async def _run_async(
 
 
 class _Bar:
-    """Accepted examples as the bar; rejections and transport failures as they happen."""
+    """Accepted examples as the bar (bindkit's progress policy: a bar on a terminal, a line
+    every 30 s elsewhere); rejections, failures and waiting requests as they happen."""
 
     def __init__(self, total: int, start: int, enabled: bool) -> None:
-        self.bar = None
-        self.shown = 0.0
-        if enabled:
-            from tqdm.auto import tqdm
+        from bindkit._progress import Progress, progress
 
-            self.bar = tqdm(total=total, initial=start, desc="examples", unit="ex", file=sys.stderr)
+        self.bar: Progress | None = (
+            progress(total, "examples", unit="ex", initial=start) if enabled else None
+        )
+        self.n = start
+        self.shown = 0.0
+        self.rejected = self.failed = self.pending = 0
 
     def update(self, accepted: int, rejected: int, failed: int) -> None:
-        if self.bar is None:
-            return
+        self.rejected, self.failed = rejected, failed
+        self._refresh()
+        if self.bar is not None and accepted > self.n:
+            self.bar.update(accepted - self.n)
+            self.n = accepted
+
+    def waiting(self, pending: int) -> None:
+        """``pending`` requests are in flight: shown, and a heartbeat line when one is due."""
+        self.pending = pending
+        self._refresh()
+        if self.bar is not None:
+            self.bar.update(0)
+
+    def _refresh(self) -> None:
         now = time.monotonic()
-        if now - self.shown > 0.2:  # a dead server shows up as failures before any progress
+        if self.bar is not None and now - self.shown > 0.2:  # failures show before progress
             self.shown = now
-            self.bar.set_postfix(rejected=rejected, failed=failed, refresh=True)
-        if accepted > self.bar.n:
-            self.bar.update(accepted - self.bar.n)
+            text = f"rejected={self.rejected}, failed={self.failed}"
+            if self.pending:
+                text += f", {self.pending} requests waiting"
+            self.bar.set_postfix_str(text)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+
+
+class _Deadline:
+    """The total deadline of an endpoint: the run stops when no answer came for ``seconds``.
+
+    An answer is any response the server sent back (an example, or one the rules rejected);
+    timeouts, refused connections and retried 5xx are not. Waiting requests are shown.
+    """
+
+    def __init__(self, seconds: float, host: str, bar: _Bar, stats: Stats) -> None:
+        self.seconds, self.host, self.bar, self.stats = seconds, host, bar, stats
+        self.last = time.monotonic()
+
+    def outcome(self, outcome: Outcome) -> None:
+        error = outcome[2]
+        if error is None or not error.transport:
+            self.last = time.monotonic()
+
+    def wait_for(self, pending: int) -> float:
+        """Seconds to wait for the next outcome (at most 5, so the progress stays alive)."""
+        left = self.seconds - (time.monotonic() - self.last)
+        if left <= 0:
+            self.bar.close()
+            raise BindkitError(
+                f"{self.host}: no answer in {self.seconds:g} s ({pending} requests waiting, "
+                f"{self.stats.failures} failed); check that the server at --base-url is up and "
+                "answering, or raise --deadline; rerun the same command to resume"
+            )
+        return min(left, 5.0)
+
+    def waiting(self, pending: int) -> None:
+        self.bar.waiting(pending)
 
 
 @dataclass
@@ -365,6 +428,7 @@ def check_options(
     max_retries: int,
     max_failures: int,
     max_attempts: int | None = None,
+    deadline: float = DEADLINE,
 ) -> None:
     """Refuse runaway or meaningless sizes before any work (one line naming the option)."""
     bounds: list[tuple[str, float, float, float]] = [
@@ -379,6 +443,10 @@ def check_options(
     for option, value, lo, hi in bounds:
         if not lo <= value <= hi or value != value:  # NaN compares false both ways
             raise BindkitError(f"{option} {value}: must be at least {lo:g} and at most {int(hi):,}")
+    if not timeout <= deadline <= 7 * 86400:  # NaN fails too
+        raise BindkitError(
+            f"--deadline {deadline}: must be at least --timeout ({timeout:g}) and at most 604,800"
+        )
 
 
 def _synth_data_hashes() -> dict[str, str]:
@@ -504,10 +572,12 @@ def run(
     max_retries: int = 5,
     max_failures: int = 20,
     max_attempts: int | None = None,
+    deadline: float = DEADLINE,
     prompts: str | Path | None = None,
     splits: bool = True,
     exclude_vocab: str | Path | None = None,
     mixed_lengths: bool = False,
+    drop_variants: bool = False,
     progress: bool | None = None,
 ) -> RunResult:
     """Generate a synthetic binding data set into ``out`` (resuming), then write its splits.
@@ -529,11 +599,15 @@ def run(
         max_retries: openai: retries of one request on 408/429/5xx and network errors.
         max_failures: stop after this many transport failures in a row.
         max_attempts: give up after this many attempts (default: max(1000, 50 × n)).
+        deadline: openai: stop when the server gave no answer for this many seconds (a
+            server that accepts connections and never answers; at least ``timeout``).
         prompts: openai: a directory of prompt templates (default: the packaged ones).
         splits: write train/val/test/held-out triplet files afterwards.
         exclude_vocab: a SABER vocabulary directory (or ``"builtin"``): also write the NoOverlap,
             Random and OverlapOnly training subsets (see :func:`bindkit.synth.splits.write_splits`).
         mixed_lengths: also write the MixedLengths training set.
+        drop_variants: let the splits delete an earlier split's variant folders these options
+            do not rewrite (otherwise refused before anything is generated).
         progress: show a progress bar (default: on unless ``BINDKIT_PROGRESS=0``).
 
     Example:
@@ -553,6 +627,7 @@ def run(
         timeout=timeout,
         max_retries=max_retries,
         max_failures=max_failures,
+        deadline=deadline,
     )
     if exclude_vocab is not None:
         check_exclude_vocab(exclude_vocab)
@@ -577,14 +652,18 @@ def run(
         "max_retries": max_retries,
         "max_failures": max_failures,
         "max_attempts": max_attempts,
+        "deadline": deadline,
         "prompts": None if prompts is None else str(prompts),
         "splits": splits,
         "exclude_vocab": None if exclude_vocab is None else str(exclude_vocab),
         "mixed_lengths": mixed_lengths,
+        "drop_variants": drop_variants,
     }
     try:
         with directory_lock(out, "bindkit synth generate"):
             return _locked_run(out, n, engine, seed, options, max_attempts, max_failures, progress)
+    except PathError:  # already one line naming the path and what to do
+        raise
     except OSError as exc:  # disk full, permissions changed under a long run, ...
         where = exc.filename or out
         raise BindkitError(
@@ -604,12 +683,13 @@ def _locked_run(
 ) -> RunResult:
     from bindkit._io import atomic_write_text
     from bindkit.synth.backends import describe
-    from bindkit.synth.splits import write_splits
+    from bindkit.synth.splits import check_variants_kept, write_splits
 
     clean_temporary(out)
+    if options["splits"] and not options["drop_variants"]:
+        check_variants_kept(out, options["exclude_vocab"], options["mixed_lengths"])
     # read under the lock: the manifest a finished concurrent writer left is the one to match
     manifest = _manifest(describe(engine), seed, options, read_manifest(out))
-    atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     start = time.perf_counter()
     controller, stats = generate(
         out,
@@ -620,6 +700,9 @@ def _locked_run(
         max_attempts=max_attempts,
         max_failures=max_failures,
         progress=progress,
+        # written only once resume() accepted the files: a refused run leaves the old manifest
+        on_start=lambda: atomic_write_text(out / MANIFEST, json.dumps(manifest, indent=2) + "\n"),
+        deadline=options["deadline"],
     )
     seconds = time.perf_counter() - start
     counts = None
@@ -629,6 +712,7 @@ def _locked_run(
             seed=seed,
             exclude_vocab=options["exclude_vocab"],
             mixed_lengths=options["mixed_lengths"],
+            drop_variants=True,  # checked above, before generating
             lock=False,
         )
     return RunResult(out, controller, stats, seconds, counts)

@@ -217,6 +217,7 @@ def write_splits(
     seed: int | None = None,
     exclude_vocab: str | Path | None = None,
     mixed_lengths: bool = False,
+    drop_variants: bool = False,
     lock: bool = True,
 ) -> dict[str, int]:
     """Read ``DIR/examples.jsonl`` and write the split set (see the module docstring).
@@ -227,10 +228,15 @@ def write_splits(
         exclude_vocab: a SABER vocabulary directory or ``"builtin"``: also write the
             ``no_overlap``, ``random`` and ``overlap_only`` subsets.
         mixed_lengths: also write ``mixed_lengths/``.
+        drop_variants: delete variant folders of an earlier split that this one does not
+            write (:func:`stale_variants`); without it such folders are an error.
         lock: hold the directory's lock (False when the caller already holds it).
 
     Returns:
         The number of triplets per file (relative path without ``.jsonl``).
+
+    Raises:
+        BindkitError: an earlier split's variants would be deleted and ``drop_variants`` is off.
     """
     from contextlib import nullcontext
 
@@ -243,7 +249,37 @@ def write_splits(
     if not path.is_file():
         raise DataFormatError(f"{path}: not found; run `bindkit synth generate` first")
     with directory_lock(directory, "bindkit synth split") if lock else nullcontext():
+        if not drop_variants:
+            check_variants_kept(directory, exclude_vocab, mixed_lengths)
         return _write_set(directory, seed, exclude_vocab, mixed_lengths)
+
+
+def stale_variants(
+    directory: Path, exclude_vocab: str | Path | None, mixed_lengths: bool
+) -> list[str]:
+    """Variant folders in ``directory`` that a split with these options would delete."""
+    wanted = (*(SUBSETS if exclude_vocab is not None else ()), *((MIXED,) if mixed_lengths else ()))
+    return [v for v in VARIANTS if v not in wanted and (directory / v).is_dir()]
+
+
+def check_variants_kept(
+    directory: Path, exclude_vocab: str | Path | None, mixed_lengths: bool
+) -> None:
+    """Refuse, before any work, a re-split that would silently delete an earlier split's
+    ablation variants (``no_overlap/``, ``random/``, ``overlap_only/``, ``mixed_lengths/``)."""
+    stale = stale_variants(directory, exclude_vocab, mixed_lengths)
+    if not stale:
+        return
+    options = []
+    if any(v in SUBSETS for v in stale):
+        options.append("--exclude-vocab")
+    if MIXED in stale:
+        options.append("--mixed-lengths")
+    folders = ", ".join(f"{v}/" for v in stale)
+    raise BindkitError(
+        f"{directory}: this split would delete {folders} from an earlier split; pass "
+        f"{' and '.join(options)} again to rewrite them, or --drop-variants to delete them"
+    )
 
 
 def _run_seed(directory: Path) -> int:

@@ -2,7 +2,10 @@
 
 Requests run concurrently (``--workers``); a rate limit (429), a server error (5xx), a timeout or
 a dropped connection is retried with exponential backoff; any other error fails that item only.
-The API key comes from ``--api-key`` or ``OPENAI_API_KEY`` and is never written anywhere.
+A total deadline stops the whole render when no image has arrived for ``deadline`` seconds (900
+by default, ``--deadline``): a server that accepts connections and never answers fails with one
+line naming the endpoint instead of retrying for hours. The API key comes from ``--api-key`` or
+``OPENAI_API_KEY`` and is never written anywhere.
 """
 
 from __future__ import annotations
@@ -21,6 +24,33 @@ from bindkit.saber.io import MCQ, Item
 
 _RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 _local = threading.local()
+
+
+class EndpointDeadline(BindkitError):
+    """No image arrived for the whole deadline: the render stops (not just this item)."""
+
+    fatal = True
+
+
+class _Watch:
+    """When the endpoint last delivered an image (or was first asked), shared by the workers."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.last: float | None = None
+
+    def start(self) -> None:
+        with self.lock:
+            if self.last is None:
+                self.last = time.monotonic()
+
+    def answered(self) -> None:
+        with self.lock:
+            self.last = time.monotonic()
+
+    def silent_for(self) -> float:
+        with self.lock:
+            return 0.0 if self.last is None else time.monotonic() - self.last
 
 
 def _client() -> Any:
@@ -45,6 +75,7 @@ class OpenAIImagesBackend:
         retries: Attempts after the first for retryable failures.
         backoff: First wait in seconds; doubled after each retry.
         timeout: Seconds per request.
+        deadline: Stop the render when no image arrived for this many seconds.
         extra: Further request fields (``--option KEY=VALUE``).
     """
 
@@ -56,9 +87,11 @@ class OpenAIImagesBackend:
     retries: int = 5
     backoff: float = 2.0
     timeout: float = 300.0
+    deadline: float = 900.0
     extra: tuple[tuple[str, Any], ...] = ()
     name: str = "openai"
     parallel: str = "thread"
+    _watch: _Watch = field(default_factory=_Watch, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -103,10 +136,12 @@ class OpenAIImagesBackend:
         url = self.base_url.rstrip("/") + "/images/generations"
         wait = self.backoff
         problem = ""
+        self._watch.start()
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(wait)
                 wait *= 2
+            self._check_deadline(url, problem)
             try:
                 response = _client().post(
                     url,
@@ -126,10 +161,23 @@ class OpenAIImagesBackend:
                 )
             data = _image_bytes(response.json(), item.id, self.timeout)
             try:
-                return Image.open(io.BytesIO(data)).convert("RGB")
+                image = Image.open(io.BytesIO(data)).convert("RGB")
             except OSError as exc:
                 problem = f"undecodable image ({exc})"
+                continue
+            self._watch.answered()
+            return image
+        self._check_deadline(url, problem)
         raise BindkitError(f"{item.id}: gave up after {self.retries + 1} attempts ({problem})")
+
+    def _check_deadline(self, url: str, problem: str) -> None:
+        silent = self._watch.silent_for()
+        if silent > self.deadline:
+            last = f" (last: {problem})" if problem else ""
+            raise EndpointDeadline(
+                f"{url}: no image in {silent:.0f} s{last}; check that the server is up and "
+                "answering, or raise --deadline; rerun the same command to resume"
+            )
 
 
 def _image_bytes(body: Any, item_id: str, timeout: float) -> bytes:

@@ -136,10 +136,13 @@ def write_review(directory: str | Path, out: str | Path | None = None) -> Path:
     """Write the contact sheet (default ``DIR/review.html``) and return its path.
 
     Raises:
-        BindkitError: ``out`` is not inside ``directory`` (image links are relative to it).
+        BindkitError: ``out`` is not an ``.html`` file directly in ``directory`` (image links
+            are relative to it); so the page never replaces ``saber.jsonl`` or ``manifest.json``.
     """
     directory = Path(directory)
     path = Path(out) if out is not None else directory / "review.html"
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise BindkitError(f"--out {path}: give an .html file name, e.g. {directory}/review.html")
     if path.resolve().parent != directory.resolve():
         raise BindkitError(
             f"--out {path}: must be a file directly in {directory} (image links are relative)"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bindkit._lock import directory_lock
-from bindkit.errors import BindkitError
+from bindkit.errors import BindkitError, path_error
 from bindkit.saber.io import IMAGES_DIR, MCQ, Item, read_saber, write_saber
 
 
@@ -111,14 +111,19 @@ def write_image(path: Path, data: bytes) -> None:
     killed render never leaves a partial file under the final name, and a file damaged by a
     power cut fails :func:`is_valid_image` and is redone. One fsync per image made a 9,000-image
     render disk-bound (8 min wall for 1.8 min of CPU here)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise path_error(exc, path) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full disk: one line naming the image, the render stops
+            raise path_error(exc, path) from exc
         raise
 
 
@@ -128,6 +133,8 @@ def _job(backend: RenderBackend, item: Item, mcq: MCQ, path: str) -> str | None:
         image = backend.render(item, mcq)
         write_image(Path(path), _encode_png(image, item.flip))
     except BindkitError as exc:
+        if getattr(exc, "fatal", False) or isinstance(exc, OSError):  # a deadline, a full disk
+            raise
         return str(exc)
     return None
 
