@@ -318,7 +318,7 @@ def test_the_output_may_not_be_the_input(
         out = tmp_path / "p.jsonl"
     code = main(["mine", "--model", "st:default", "--data", str(data), "--out", str(out)])
     assert code == 2
-    assert "would overwrite the input" in capsys.readouterr().err
+    assert "an output never replaces an input" in capsys.readouterr().err
     assert data.read_bytes() == before
 
 

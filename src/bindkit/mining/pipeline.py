@@ -11,7 +11,6 @@ their anchors show up as uncovered rows unless another cluster holds them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -334,7 +333,7 @@ def check_sizes(rows: Sequence[PairRow], k: int) -> None:
 
 def check_output(out: Path, data: Path) -> None:
     """Refuse an output that is the input (or a directory, or under a file), before any work."""
-    from bindkit._io import check_can_create
+    from bindkit._io import check_can_create, check_not_input
     from bindkit.errors import PathError
 
     if out.is_dir():
@@ -344,10 +343,7 @@ def check_output(out: Path, data: Path) -> None:
     except PathError as exc:
         raise PathError(f"--out {out}: cannot be created ({exc})") from None
     for target in (out, sidecar(out, ".diagnostics.json"), sidecar(out, ".scatter.png")):
-        if target.exists() and data.exists() and os.path.samefile(target, data):
-            raise PathError(
-                f"--out {out}: would overwrite the input {data}; write the clusters elsewhere"
-            )
+        check_not_input(target, [data], option="--out" if target == out else "--out's sidecar")
 
 
 def cluster_record(
