@@ -304,3 +304,36 @@ def test_positive_scores_match_across_blocks() -> None:
     pool, _ = synthetic_groups(seed=5)
     expected = np.sum(pool.queries * pool.candidates[pool.positive], axis=1)
     np.testing.assert_allclose(pool.positive_scores(block=7), expected, rtol=1e-5)
+
+
+def test_hn_array_path_equals_the_owner_loop() -> None:
+    from bindkit.mining.baselines import _from_candidates
+
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((60, 8)).astype(np.float32)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    positive = rng.integers(0, 45, 60)  # some candidates shared, some ownerless
+    positive[:45] = np.arange(45)
+    pool = Pool(q, q[:45].copy(), positive)
+    retrieved = search(pool.queries, pool.candidates, 12)[1]
+    retrieved[3, 5] = -1  # an approximate index's missing hit
+    fast = hard_negatives(pool, k=5, m=3)
+    slow = [_from_candidates(pool, a, retrieved[a], 5) for a in range(len(pool))]
+    assert [c.rows for c in fast] == [
+        _from_candidates(pool, a, search(pool.queries, pool.candidates, 15)[1][a], 5).rows
+        for a in range(len(pool))
+    ]
+    from bindkit.mining.baselines import _owners_of_retrieved
+
+    assert [c.rows for c in _owners_of_retrieved(pool, retrieved, 5)] == [c.rows for c in slow]
+
+
+def test_the_scatter_draws_a_bounded_seeded_sample() -> None:
+    from bindkit.mining.diagnostics import Diagnostics, scatter_sample
+
+    d = Diagnostics(hardness=list(np.linspace(0, 1, 50)), owner_similarity=list(np.arange(50.0)))
+    x, y = scatter_sample(d, limit=10)
+    assert len(x) == len(y) == 10 and len(set(y.tolist())) == 10
+    np.testing.assert_allclose(x, y / 49)  # points stay paired
+    np.testing.assert_array_equal(scatter_sample(d, limit=10)[1], y)  # seeded
+    assert len(scatter_sample(d, limit=99)[0]) == 50

@@ -65,6 +65,16 @@ class Pool:
     def __len__(self) -> int:
         return len(self.queries)
 
+    @property
+    def owner_order(self) -> np.ndarray:
+        """Row ids sorted by candidate (the CSR values of the owner map)."""
+        return self._order
+
+    @property
+    def owner_bounds(self) -> np.ndarray:
+        """``[c + 1]``: candidate ``c``'s owners are ``owner_order[bounds[c]:bounds[c + 1]]``."""
+        return self._bounds
+
     def owners(self, candidate: int) -> np.ndarray:
         """The rows whose positive is ``candidate``, in row order (the seed's D2Q map)."""
         return self._order[self._bounds[candidate] : self._bounds[candidate + 1]]
