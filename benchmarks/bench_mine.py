@@ -1,10 +1,14 @@
 """End to end on real texts: ``bindkit mine --method hn`` vs sentence-transformers'
 ``mine_hard_negatives``, the same texts and model (all-MiniLM-L6-v2, CPU), a cold cache.
 
+Both contenders are started at the same moment, each as a fresh process, and timed from launch to
+exit (imports, model load, embedding, search, writing the output) in wall seconds and in CPU
+seconds (user + system of the process, from ``wait4``): on a shared machine the two see the
+same load, and CPU time measures the work done whatever the load.
+
 The pairs: SugarCrepe's (caption, negative caption) rows from ``--sugarcrepe`` (all seven
-files; 7,512 pairs, 12,421 distinct texts), optionally repeated with a numbered suffix to reach
-``--pairs``. Each contender runs as a fresh process and is timed from launch to exit (imports,
-model load, embedding, search, writing the output), alternating ``--repeats`` times:
+files; 7,511 pairs, 11,844 distinct texts), optionally repeated with a numbered suffix to reach
+``--pairs``; ``--repeats`` rounds:
 
 - ``bindkit``: ``bindkit mine --model st:default --method hn --k 7 --m 4`` with an empty
   ``BINDKIT_CACHE_DIR`` (the embeddings cache is written, never read);
@@ -71,29 +75,48 @@ def write_pairs(sugarcrepe: Path, path: Path, pairs: int | None) -> int:
     return len(rows)
 
 
-def run_bindkit(data: Path, work: Path, profile: Path | None = None) -> float:
-    cache = Path(tempfile.mkdtemp(dir=work, prefix="cache-"))
-    env = {**os.environ, "BINDKIT_CACHE_DIR": str(cache), "BINDKIT_PROGRESS": "0"}
+def bindkit_command(data: Path, work: Path, profile: Path | None = None) -> list[str]:
     command = [sys.executable]
     if profile is not None:
         command += ["-m", "cProfile", "-o", str(profile)]
     command += ["-m", "bindkit", "mine", "--model", "st:default", "--data", str(data)]
     command += ["--out", str(work / "bindkit.jsonl"), "--method", "hn", "--k", "7", "--m", "4"]
-    start = time.perf_counter()
-    subprocess.run(command, check=True, env=env, capture_output=True)
-    return time.perf_counter() - start
+    return command
 
 
-def run_peer(data: Path, work: Path) -> float:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+def bindkit_env(work: Path) -> dict[str, str]:
+    cache = Path(tempfile.mkdtemp(dir=work, prefix="cache-"))
+    return {**os.environ, "BINDKIT_CACHE_DIR": str(cache), "BINDKIT_PROGRESS": "0"}
+
+
+def peer_command(data: Path, work: Path) -> list[str]:
+    return [sys.executable, "-c", PEER, str(data), str(work / "st.jsonl")]
+
+
+def run_together(
+    commands: dict[str, tuple[list[str], dict[str, str]]],
+) -> dict[str, dict[str, float]]:
+    """Start every command at once (so they share whatever else loads the machine) and return
+    each one's wall seconds and CPU seconds (user + system, from ``wait4``)."""
     start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-c", PEER, str(data), str(work / "st.jsonl")],
-        check=True,
-        env=env,
-        capture_output=True,
-    )
-    return time.perf_counter() - start
+    procs = {
+        name: subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for name, (cmd, env) in commands.items()
+    }
+    by_pid = {proc.pid: name for name, proc in procs.items()}
+    out: dict[str, dict[str, float]] = {}
+    while by_pid:
+        pid, status, usage = os.wait4(-1, 0)
+        name = by_pid.pop(pid, None)
+        if name is None:
+            continue
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{name} failed: {procs[name].stderr.read().decode()[-2000:]}")
+        out[name] = {
+            "wall_s": time.perf_counter() - start,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+        }
+    return out
 
 
 def main() -> None:
@@ -110,20 +133,29 @@ def main() -> None:
         rows = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
         texts = len({r["query"] for r in rows} | {r["positive"] for r in rows})
         print(f"{n} pairs, {texts} distinct texts", flush=True)
-        times: dict[str, list[float]] = {"bindkit": [], "st": []}
+        runs = []
         for _ in range(args.repeats):
-            times["st"].append(run_peer(data, work))
-            times["bindkit"].append(run_bindkit(data, work))
-            print(json.dumps(times), flush=True)
-        peer, ours = statistics.median(times["st"]), statistics.median(times["bindkit"])
-        ratio = peer / ours
-        print(f"median: bindkit {ours:.1f} s, st {peer:.1f} s, speed st/bindkit {ratio:.2f}")
+            runs.append(
+                run_together(
+                    {
+                        "bindkit": (bindkit_command(data, work), bindkit_env(work)),
+                        "st": (peer_command(data, work), {**os.environ, "HF_HUB_OFFLINE": "1"}),
+                    }
+                )
+            )
+            print(json.dumps(runs[-1]), flush=True)
+        for measure in ("wall_s", "cpu_s"):
+            ours = statistics.median(r["bindkit"][measure] for r in runs)
+            peer = statistics.median(r["st"][measure] for r in runs)
+            print(f"{measure}: bindkit {ours:.1f}, st {peer:.1f}, st/bindkit {peer / ours:.2f}")
         if args.profile:
             import pstats
 
             profile = work / "bindkit.prof"
-            took = run_bindkit(data, work, profile)
-            print(f"profiled bindkit run: {took:.1f} s")
+            took = run_together(
+                {"bindkit": (bindkit_command(data, work, profile), bindkit_env(work))}
+            )
+            print(f"profiled bindkit run: {took['bindkit']}")
             pstats.Stats(str(profile)).sort_stats("cumulative").print_stats(35)
 
 
