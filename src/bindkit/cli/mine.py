@@ -42,12 +42,20 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--nlist", type=int, default=1024, help="ivf: inverted lists")
     parser.add_argument("--nprobe", type=int, default=32, help="ivf: lists visited per query")
+    parser.add_argument(
+        "--max-memory",
+        default=None,
+        metavar="SIZE",
+        help="bound the mining's memory besides the model, e.g. 2G: the exact search works in "
+        "blocks within a quarter of it, and vectors taking over half of it are memory-mapped "
+        "from a temporary folder beside --out (default: no bound)",
+    )
     parser.set_defaults(handler=_mine)
 
 
 def _mine(args: argparse.Namespace) -> int:
     from bindkit.mining.index import IndexConfig
-    from bindkit.mining.pipeline import MineConfig, mine
+    from bindkit.mining.pipeline import MineConfig, mine, parse_size
 
     config = MineConfig(
         method=args.method,
@@ -59,6 +67,7 @@ def _mine(args: argparse.Namespace) -> int:
         index=IndexConfig(
             kind=args.index, backend=args.index_backend, nlist=args.nlist, nprobe=args.nprobe
         ),
+        max_memory=None if args.max_memory is None else parse_size(args.max_memory),
     )
     mine(args.model, args.data, args.out, config)
     return 0

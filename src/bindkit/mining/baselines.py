@@ -41,10 +41,29 @@ def hard_negatives(
     """
     scores, retrieved = search(pool.queries, pool.candidates, max(m * k, k + 1), index)
     if relative_margin is not None:
-        positive = np.einsum("nd,nd->n", pool.queries, pool.candidates[pool.positive])
+        positive = pool.positive_scores()
         threshold = positive - np.abs(positive) * relative_margin
         retrieved = np.where(scores > threshold[:, None], -1, retrieved)
-    return [_from_candidates(pool, a, retrieved[a], k) for a in range(len(pool))]
+    return _owners_of_retrieved(pool, retrieved, k)
+
+
+def _owners_of_retrieved(pool: Pool, retrieved: np.ndarray, k: int) -> list[Cluster]:
+    """``_from_candidates`` for every anchor, with array operations where each retrieved
+    candidate has one owner (the common case: distinct positives); anchors that retrieved a
+    candidate with several owners go through :meth:`Pool.owner_list`. Distinct candidates have
+    distinct owners (a row owns one positive), so no owner repeats within a row."""
+    safe = np.clip(retrieved, 0, None)
+    counts = np.diff(pool.owner_bounds)[safe]
+    valid = (retrieved >= 0) & (retrieved != pool.positive[:, None]) & (counts > 0)
+    owner = pool.owner_order[pool.owner_bounds[safe]]
+    shared = np.any(valid & (counts > 1), axis=1)
+    clusters = []
+    for a in range(len(pool)):
+        if shared[a]:
+            clusters.append(_from_candidates(pool, a, retrieved[a], k))
+        else:
+            clusters.append(Cluster(a, tuple(owner[a][valid[a]][:k].tolist())))
+    return clusters
 
 
 def random_negatives(pool: Pool, k: int = 7, seed: int = 0) -> list[Cluster]:

@@ -1,7 +1,9 @@
 """What a set of clusters holds: false negatives, latent high-risk negatives, sizes, leftovers.
 
 - false-negative rate (where labels exist): the share of negatives of labelled anchors whose
-  owner has the anchor's label (seed 002, Table VIIIa).
+  candidate (the negative pair's positive) is owned by any row with the anchor's label (seed 002,
+  Table VIIIa): a candidate that is the positive of a same-label row is a false negative even
+  when the pair written for it belongs to a row of another label.
 - latent high-risk rate: the share of negatives whose owner query has cosine ≥ ``threshold``
   (0.90) with the anchor (seed 002, Table VIIIb).
 - hardness vs safety (seed 002, Fig. 5): x = anchor–candidate similarity (how hard),
@@ -36,6 +38,7 @@ class Diagnostics:
     high_risk: int = 0
     uncovered: int = 0
     reused: int = 0
+    dropped: int = 0
     sizes: Counter[int] = field(default_factory=Counter)
     hardness: list[float] = field(default_factory=list)
     owner_similarity: list[float] = field(default_factory=list)
@@ -51,6 +54,7 @@ class Diagnostics:
             "high_risk",
             "uncovered",
             "reused",
+            "dropped",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.sizes.update(other.sizes)
@@ -87,12 +91,29 @@ class Diagnostics:
             "cluster_sizes": {str(s): c for s, c in sorted(self.sizes.items())},
             "uncovered_rows": self.uncovered,
             "reused_rows": self.reused,
+            "dropped_singletons": self.dropped,
         }
 
 
-def diagnose(pool: Pool, clusters: Sequence[Cluster], threshold: float = HIGH_RISK) -> Diagnostics:
-    """Diagnostics of ``clusters`` mined from ``pool``; labels are read from the pool."""
-    out = Diagnostics(rows=len(pool), clusters=len(clusters))
+def drop_singletons(clusters: Sequence[Cluster]) -> tuple[list[Cluster], int]:
+    """The clusters that have negatives, and how many had none.
+
+    A cluster of one pair (an anchor for which no valid negative was left, e.g. a SaHa phase-2
+    leftover in an exhausted pool) gives zero loss but still counts in a training mean, so
+    ``bindkit mine`` does not write it; the number dropped is reported.
+    """
+    kept = [c for c in clusters if c.negatives]
+    return kept, len(clusters) - len(kept)
+
+
+def diagnose(
+    pool: Pool, clusters: Sequence[Cluster], threshold: float = HIGH_RISK, dropped: int = 0
+) -> Diagnostics:
+    """Diagnostics of ``clusters`` mined from ``pool``; labels are read from the pool.
+
+    ``dropped``: how many clusters without negatives were left out (see :func:`drop_singletons`).
+    """
+    out = Diagnostics(rows=len(pool), clusters=len(clusters), dropped=dropped)
     appearances: Counter[int] = Counter()
     for cluster in clusters:
         appearances.update(cluster.rows)
@@ -111,7 +132,9 @@ def diagnose(pool: Pool, clusters: Sequence[Cluster], threshold: float = HIGH_RI
         label = pool.label(cluster.anchor)
         if label is not None:
             out.labelled_negatives += len(negatives)
-            out.false_negatives += sum(pool.label(int(n)) == label for n in negatives)
+            out.false_negatives += sum(
+                pool.shares_label(cluster.anchor, int(pool.positive[n])) for n in negatives
+            )
     out.uncovered = len(pool) - len(appearances)
     out.reused = sum(1 for count in appearances.values() if count > 1)
     return out
@@ -127,7 +150,8 @@ def format_table(results: dict[str, Diagnostics]) -> str:
     """A plain-text table, one line per name (a method or a task)."""
     head = (
         f"{'':<14} {'rows':>7} {'clusters':>8} {'phase2':>6} {'size':>5} {'FN rate':>8} "
-        f"{'high-risk':>9} {'hardness':>8} {'owner sim':>9} {'uncovered':>9} {'reused':>7}"
+        f"{'high-risk':>9} {'hardness':>8} {'owner sim':>9} {'uncovered':>9} {'reused':>7} "
+        f"{'dropped':>7}"
     )
     lines = [head]
     for name, d in results.items():
@@ -136,13 +160,29 @@ def format_table(results: dict[str, Diagnostics]) -> str:
             f"{name[:14]:<14} {d.rows:>7} {d.clusters:>8} {d.phase2_clusters:>6} "
             f"{_fmt(s['mean_cluster_size']):>5} {_fmt(d.false_negative_rate, True):>8} "
             f"{_fmt(d.high_risk_rate, True):>9} {_fmt(s['mean_hardness']):>8} "
-            f"{_fmt(s['mean_owner_similarity']):>9} {d.uncovered:>9} {d.reused:>7}"
+            f"{_fmt(s['mean_owner_similarity']):>9} {d.uncovered:>9} {d.reused:>7} {d.dropped:>7}"
         )
     return "\n".join(lines)
 
 
+#: points drawn per name in the scatter; beyond it a seeded uniform sample (the means and rates
+#: in the table use every negative)
+SCATTER_POINTS = 20_000
+
+
+def scatter_sample(d: Diagnostics, limit: int = SCATTER_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """The (hardness, owner similarity) points to draw: all, or ``limit`` drawn without
+    replacement with a fixed seed (drawing 140,000 points took longer than the mining)."""
+    x, y = np.asarray(d.hardness), np.asarray(d.owner_similarity)
+    if len(x) <= limit:
+        return x, y
+    keep = np.sort(np.random.default_rng(0).choice(len(x), limit, replace=False))
+    return x[keep], y[keep]
+
+
 def scatter_png(path: Path, points: dict[str, Diagnostics], threshold: float = HIGH_RISK) -> bool:
-    """Hardness-vs-safety scatter (one colour per name); False when matplotlib is missing."""
+    """Hardness-vs-safety scatter (one colour per name, at most :data:`SCATTER_POINTS` points
+    each); False when matplotlib is missing."""
     try:
         import matplotlib
 
@@ -154,7 +194,8 @@ def scatter_png(path: Path, points: dict[str, Diagnostics], threshold: float = H
 
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
     for name, d in points.items():
-        ax.scatter(d.hardness, d.owner_similarity, s=4, alpha=0.4, label=name)
+        x, y = scatter_sample(d)
+        ax.scatter(x, y, s=4, alpha=0.4, label=name)
     ax.axhline(threshold, color="grey", linestyle="--", linewidth=1)
     ax.set_xlabel("hardness: anchor–candidate similarity")
     ax.set_ylabel("risk: anchor–owner similarity")

@@ -36,6 +36,9 @@ class Cluster:
 class Pool:
     """Vectors of one task.
 
+    The vectors may be memory-mapped arrays (``np.load(..., mmap_mode="r")``): the miners read
+    rows by index and search in blocks, so a pool larger than RAM works.
+
     Attributes:
         queries: ``[n, d]`` unit vectors of the rows' queries.
         candidates: ``[c, d]`` unit vectors of the distinct positives.
@@ -47,35 +50,68 @@ class Pool:
     candidates: np.ndarray
     positive: np.ndarray
     labels: Sequence[str | None] | None = None
-    owners: list[np.ndarray] = field(init=False, repr=False)
+    _order: np.ndarray = field(init=False, repr=False)
+    _bounds: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.positive = np.asarray(self.positive, dtype=np.int64)
-        order = np.argsort(self.positive, kind="stable")
-        bounds = np.searchsorted(self.positive[order], np.arange(len(self.candidates) + 1))
-        self.owners = [order[bounds[c] : bounds[c + 1]] for c in range(len(self.candidates))]
+        # the owner map as two flat arrays (CSR): rows sorted by candidate, and where each
+        # candidate's run starts; a list of per-candidate arrays costs ~100 bytes per candidate
+        self._order = np.argsort(self.positive, kind="stable")
+        self._bounds = np.searchsorted(
+            self.positive[self._order], np.arange(len(self.candidates) + 1)
+        )
 
     def __len__(self) -> int:
         return len(self.queries)
 
+    @property
+    def owner_order(self) -> np.ndarray:
+        """Row ids sorted by candidate (the CSR values of the owner map)."""
+        return self._order
+
+    @property
+    def owner_bounds(self) -> np.ndarray:
+        """``[c + 1]``: candidate ``c``'s owners are ``owner_order[bounds[c]:bounds[c + 1]]``."""
+        return self._bounds
+
+    def owners(self, candidate: int) -> np.ndarray:
+        """The rows whose positive is ``candidate``, in row order (the seed's D2Q map)."""
+        return self._order[self._bounds[candidate] : self._bounds[candidate + 1]]
+
+    def positive_scores(self, block: int = 65_536) -> np.ndarray:
+        """``[n]`` similarity of each query to its own positive, ``block`` rows at a time (a
+        memory-mapped pool is never gathered whole)."""
+        out = np.empty(len(self), dtype=np.float32)
+        for start in range(0, len(self), block):
+            stop = start + block
+            q = np.asarray(self.queries[start:stop], dtype=np.float32)
+            c = np.asarray(self.candidates[self.positive[start:stop]], dtype=np.float32)
+            out[start:stop] = np.einsum("nd,nd->n", q, c)
+        return out
+
     def label(self, row: int) -> str | None:
         return None if self.labels is None else self.labels[row]
+
+    def shares_label(self, anchor: int, candidate: int) -> bool:
+        """True when the anchor is labelled and some owner of ``candidate`` has its label."""
+        mine = self.label(anchor)
+        return mine is not None and any(self.label(int(o)) == mine for o in self.owners(candidate))
 
     def pick_owner(self, anchor: int, candidate: int, label_filter: bool) -> int | None:
         """The owner of ``candidate`` most similar to ``anchor`` (Algorithm 1, line 15).
 
         None when the candidate is the anchor's own positive (so co-owners of the anchor's
-        positive never become its negatives) or, with ``label_filter``, when every owner shares
-        the anchor's label.
+        positive never become its negatives) or, with ``label_filter``, when any owner shares
+        the anchor's label: the seed discards *candidates* whose owner has the anchor's class,
+        so a candidate that is also the positive of a same-label row is no negative, whichever
+        of its owners would represent it.
         """
-        owners = self.owners[candidate]
+        owners = self.owners(candidate)
         if candidate == self.positive[anchor] or len(owners) == 0:
             return None
-        mine = self.label(anchor)
-        if label_filter and mine is not None:
-            owners = owners[[self.label(int(o)) != mine for o in owners]]
-            if len(owners) == 0:
-                return None
+        if label_filter and self.shares_label(anchor, candidate):
+            return None
         if len(owners) == 1:
             return int(owners[0])
         sims = self.queries[owners] @ self.queries[anchor]

@@ -5,7 +5,8 @@
 2. Owner identification: map each candidate to the owner query most similar to the anchor
    (identical candidates are one entry with several owners); the anchor's own positive is skipped.
 3. Self-aware filtering: keep the ``k`` owners least similar to the anchor. For an anchor with a
-   class label the similarity is bypassed: owners sharing the anchor's label are dropped and the
+   class label the similarity is bypassed: a candidate is dropped when any of its owners shares the
+   anchor's label ("discard candidates whose owner queries share the same class label") and the
    first ``k`` others are kept in retrieval order (the hardest candidates).
 
 Clusters are built in two phases: phase 1 walks every query and uses each query at most once
@@ -35,8 +36,8 @@ def select_negatives(
 ) -> tuple[int, ...]:
     """Step 3: the ``k`` owners least similar to the anchor (stable: ties keep retrieval order).
 
-    With ``label_filter`` and a labelled anchor, ``owners`` were already cleared of the anchor's
-    label, so the first ``k`` in retrieval order are kept instead.
+    With ``label_filter`` and a labelled anchor, candidates owned by a row of the anchor's label
+    were already discarded, so the first ``k`` in retrieval order are kept instead.
     """
     if not owners:
         return ()
