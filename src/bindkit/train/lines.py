@@ -23,7 +23,7 @@ def lines_factors(num_layers: int, alpha: float, beta: float | None = None) -> l
     """λ(ℓ) = α + β·ℓ/(L−1) for ℓ = 0 … L−1; β defaults to 1 − α.
 
     Example:
-        >>> lines_factors(3, 0.2)
+        >>> [round(f, 6) for f in lines_factors(3, 0.2)]
         [0.2, 0.6, 1.0]
     """
     if num_layers < 1:
