@@ -236,6 +236,7 @@ class _Run:
         self.main = self.state.is_main_process
         self.objective = inputs.objective
         self.val, self.sts, self.preserve = inputs.val, inputs.sts, inputs.preserve
+        self._identity: dict[str, Any] | None = None
 
     # -- setup ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -307,13 +308,16 @@ class _Run:
 
     # -- checkpoints ---------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
-        record = {k: v for k, v in self.config.record().items() if k not in NON_RESULT_FIELDS}
-        return {
-            "objective": self.objective.name,
-            "options": record,
-            "data_sha256": sha256_file(Path(self.objective.data)),
-            "world": self.state.num_processes,
-        }
+        """What a checkpoint must match to be resumed: objective, options, data, world size."""
+        if self._identity is None:
+            options = self.config.record()
+            self._identity = {
+                "objective": self.objective.name,
+                "options": {k: v for k, v in options.items() if k not in NON_RESULT_FIELDS},
+                "data_sha256": sha256_file(Path(self.objective.data)),  # hashed once per run
+                "world": self.state.num_processes,
+            }
+        return self._identity
 
     def resume(
         self, trainable: list[Any], optimizer: Any, scheduler: Any, history: list[dict[str, Any]]
