@@ -162,6 +162,17 @@ def test_a_non_finite_loss_stops_the_run_without_an_adapter(
     assert not (out / "adapter-raw").exists() and not (out / "model_card.md").exists()
 
 
+def test_non_finite_weights_stop_the_run() -> None:
+    from types import SimpleNamespace
+
+    from bindkit.train.trainer import _Run
+
+    run = SimpleNamespace(out=Path("r"), config=SimpleNamespace(lr=1.0))
+    _Run.check_finite(run, [torch.ones(2)], 3)  # type: ignore[arg-type]
+    with pytest.raises(BindkitError, match=r"non-finite at step 3; lower --lr \(now 1\)"):
+        _Run.check_finite(run, [torch.ones(2), torch.tensor([1.0, float("inf")])], 3)  # type: ignore[arg-type]
+
+
 def _split_set_without_manifest(tmp_path: Path) -> Path:
     folder = tmp_path / "split"
     folder.mkdir()
