@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bindkit.errors import path_error
+from bindkit.errors import BindkitError, path_error
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -65,6 +65,41 @@ def check_can_create(path: Path) -> None:
             if not parent.is_dir():
                 raise path_error(OSError(errno.ENOTDIR, "Not a directory"), path)
             return
+
+
+def check_not_input(out: Path, inputs: Iterable[Path], *, option: str = "--out") -> None:
+    """Refuse an output path that would replace or land inside an input, before any work.
+
+    ``out`` and each input are compared as resolved paths (symlinks and ``..`` followed), and
+    as the same file on disk when both exist (hard links). Equal paths are refused, and so is an
+    output inside an input directory or an output directory holding an input: pass exactly the
+    files and directories the command reads (a data *directory* whose files must not be
+    touched, or just the data files when outputs may sit beside them).
+
+    Raises:
+        BindkitError: ``out`` overlaps an input; one line naming both and what to do.
+    """
+    target = Path(out).resolve()
+    for given in inputs:
+        source = Path(given).resolve()
+        if target == source or _same_file(target, source):
+            why = f"is the input {given}"
+        elif target.is_relative_to(source):
+            why = f"is inside the input directory {given}"
+        elif source.is_relative_to(target):
+            why = f"holds the input {given}"
+        else:
+            continue
+        raise BindkitError(
+            f"{option} {out}: {why}; choose another path (an output never replaces an input)"
+        )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 def stray_temps(directory: Path, names: Iterable[str]) -> list[Path]:
