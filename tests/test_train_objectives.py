@@ -195,9 +195,10 @@ CELLS = {
     "preserve_weight_inf": (["--preserve-weight", "inf"], "--preserve-weight inf: give a finite"),
     "weight_decay_nan": (["--weight-decay", "nan"], "--weight-decay nan: give a finite number"),
     "missing_splits_json": (["--train", "{split}"], "splits.json: missing"),
-    "out_under_a_file": (["--out", "{triplets}/run"], "a parent of it is a regular file"),
-    "out_holds_the_input": (["--out", "{data}"], "holds --train"),
-    "out_is_the_input": (["--out", "{triplets}"], "holds --train"),
+    "out_under_a_file": (["--out", "{bad}/run"], "a parent of it is a regular file"),
+    "out_inside_the_input": (["--out", "{triplets}/run"], "is inside the input"),
+    "out_holds_the_input": (["--out", "{data}"], "holds the input"),
+    "out_is_the_input": (["--out", "{triplets}"], "is the input"),
     "corrupt_sts": (["--sts", "{bad}"], "bad.tsv"),
     "model_with_adapter": (["--model", "{model}+adapter=x"], "already carries an adapter"),
 }

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bindkit._io import atomic_write_text, check_can_create, sha256_file
+from bindkit._io import atomic_write_text, check_can_create, check_not_input, sha256_file
 from bindkit._lock import directory_lock
 from bindkit.errors import BindkitError
 from bindkit.tasks.base import Dataset
@@ -139,14 +139,7 @@ def check_inputs(config: BaseTrainConfig) -> Inputs:
     from bindkit.tasks.triplets import read_triplets
 
     out = Path(config.out)
-    resolved = out.resolve()
-    for name, value in config.inputs().items():
-        path = Path(value).resolve()
-        if path == resolved or path.is_relative_to(resolved):
-            raise BindkitError(
-                f"--out {config.out}: holds --{name.replace('_', '-')} {value}; write the run "
-                "to another directory"
-            )
+    check_not_input(out, [Path(p) for p in config.inputs().values()])
     check_can_create(out)
     if (out / "train.json").is_file() and not config.overwrite:
         raise BindkitError(
