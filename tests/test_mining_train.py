@@ -1,4 +1,4 @@
-"""``train clusters``: the loop on the real MiniLM (st:default), clusters file validation."""
+"""``train clusters``: the shared loop on the real MiniLM (st:default), clusters file validation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.train.clusters import ClusterTrainConfig, read_clusters
+from bindkit.train.config import ClusterTrainConfig
+from bindkit.train.objectives import read_clusters
 
 COLORS = ["red", "blue", "green", "yellow"]
 OBJECTS = ["cube", "ball", "kite", "cup"]
@@ -33,19 +34,24 @@ def test_cluster_file_and_options_are_validated(tmp_path: Path) -> None:
     bad.write_text('{"anchor": "x", "pairs": [{"query": "x"}]}\n')
     with pytest.raises(DataFormatError, match="the output of `bindkit mine`"):
         read_clusters(bad)
-    with pytest.raises(BindkitError, match="--chunk-size"):
-        ClusterTrainConfig(chunk_size=0)
+    with pytest.raises(BindkitError, match=r"--chunk-size -1: give a finite number >= 0"):
+        ClusterTrainConfig(model="st:default", clusters=str(bad), out="o", chunk_size=-1)
 
 
 @pytest.mark.slow
 def test_train_clusters_writes_a_trained_lora_adapter(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("peft")
-    from bindkit.train.clusters import train_clusters
+    from bindkit.train.trainer import train_clusters
 
     clusters = write_clusters(tmp_path / "c.jsonl")
-    out = tmp_path / "adapter"
+    run = tmp_path / "run"
     config = ClusterTrainConfig(
+        model="st:default",
+        clusters=str(clusters),
+        out=str(run),
+        lines=False,
+        progress=False,
         clusters_per_step=2,
         epochs=2,
         max_steps=3,
@@ -54,11 +60,12 @@ def test_train_clusters_writes_a_trained_lora_adapter(tmp_path: Path) -> None:
         chunk_size=3,
         temperature=0.05,
     )
-    record = train_clusters("st:default", clusters, out, config, log=None)
-    assert record["steps"] == 3 and len(record["losses"]) == 3
-    assert all(np.isfinite(record["losses"]))
-    saved = json.loads((out / "train.json").read_text())
-    assert saved["provenance"]["options"]["chunk_size"] == 3
+    record = train_clusters(config)
+    assert record["optimizer_steps"] == 3 and len(record["history"]) == 3
+    assert all(np.isfinite([h["loss"] for h in record["history"]]))
+    saved = json.loads((run / "train.json").read_text())
+    assert saved["config"]["chunk_size"] == 3 and saved["objective"] == "clusters"
+    out = run / "adapter-raw"
     assert json.loads((out / "adapter_config.json").read_text())["r"] == 8
     from safetensors.numpy import load_file
 
@@ -81,30 +88,33 @@ def test_train_clusters_parser_builds_the_config(
 ) -> None:
     import argparse
 
-    import bindkit.train.clusters as clusters
+    import bindkit.train.trainer as trainer
     from bindkit.cli._train_clusters import add_parser
 
     seen = {}
 
-    def fake(model: str, path: Path, out: Path, config: ClusterTrainConfig) -> dict[str, object]:
-        seen.update(model=model, config=config)
-        return {"steps": 1, "losses": [0.5]}
+    def fake(config: ClusterTrainConfig) -> dict[str, object]:
+        seen.update(config=config)
+        return {"optimizer_steps": 1, "scores": {"base": {}}}
 
-    monkeypatch.setattr(clusters, "train_clusters", fake)
+    monkeypatch.setattr(trainer, "train", fake)
+    clusters = write_clusters(tmp_path / "c.jsonl")
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
     args = parser.parse_args(
-        ["clusters", "--model", "st:default", "--clusters", "c.jsonl", "--out", str(tmp_path),
-         "--clusters-per-step", "4", "--in-batch", "--chunk-size", "16"]
+        ["clusters", "--model", "st:default", "--clusters", str(clusters), "--out",
+         str(tmp_path / "r"), "--clusters-per-step", "4", "--in-batch", "--chunk-size", "16",
+         "--lora-r", "2", "--no-lines"]
     )  # fmt: skip
     assert args.handler(args) == 0
     config = seen["config"]
     assert isinstance(config, ClusterTrainConfig)
     assert (config.clusters_per_step, config.in_batch, config.chunk_size) == (4, True, 16)
-    assert (config.lr, config.warmup_steps, config.lora_rank, config.temperature) == (
+    assert (config.lora_r, config.lora_alpha, config.lines) == (2, 16.0, False)
+    assert (config.lr, config.warmup_steps, config.schedule, config.temperature) == (
         5e-5,
         100,
-        8,
+        "linear",
         0.02,
     )
 

@@ -317,16 +317,16 @@ def test_trained_adapter_loads_through_the_spec(
 def test_attention_loss_is_wired(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bindkit.train import attention
+    from bindkit.train import losses
 
     calls: list[float] = []
-    original = attention.binding_penalty
+    original = losses.attention_penalty
 
     def counted(margins: Any, tau: float) -> Any:
         calls.append(tau)
         return original(margins, tau)
 
-    monkeypatch.setattr(attention, "binding_penalty", counted)
+    monkeypatch.setattr(losses, "attention_penalty", counted)
     record = train_triplets(
         config(tiny_qwen2_vl, triplets, tmp_path / "r", max_steps=2, attn_loss=True, attn_tau=0.3)
     )

@@ -23,7 +23,6 @@ def register(commands: Any) -> None:
         "triplet loss over cosine; AdamW at a constant lr; one epoch. Writes OUT/adapter-raw, "
         "OUT/adapter-lines (LiNeS), OUT/model_card.md and OUT/train.json; a rerun with the same "
         "options resumes from OUT/checkpoint.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_arguments(triplets)
     triplets.set_defaults(handler=_triplets)
@@ -54,15 +53,20 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _triplets(args: argparse.Namespace) -> int:
-    from bindkit.train.config import from_args
+    from bindkit.train.config import TrainConfig, from_args
     from bindkit.train.trainer import train_triplets
 
-    record = train_triplets(from_args(args))
-    scores = record["scores"]
-    for name, values in scores.items():
+    config = from_args(args, TrainConfig)
+    assert isinstance(config, TrainConfig)
+    return report(train_triplets(config), args.out)
+
+
+def report(record: dict[str, Any], out: str) -> int:
+    """Print a finished run's scores (base, raw, LiNeS) and where its files are."""
+    for name, values in record["scores"].items():
         shown = ", ".join(f"{k} {100 * v:.2f}" for k, v in values.items())
         print(f"{name}: {shown or '(no --val / --sts given)'}")
-    print(f"adapters and model card: {args.out}")
+    print(f"{record['optimizer_steps']} steps; adapters and model card: {out}")
     return 0
 
 

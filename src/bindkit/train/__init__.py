@@ -1,4 +1,4 @@
-"""Finetuning: losses, LoRA, LiNeS, trainers; torch is imported only when used."""
+"""Finetuning: one loop for every objective, losses, LoRA, LiNeS; torch imported only when used."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ from typing import Any
 
 _LAZY = {
     "TrainConfig": "bindkit.train.config",
+    "ClusterTrainConfig": "bindkit.train.config",
+    "train": "bindkit.train.trainer",
     "train_triplets": "bindkit.train.trainer",
+    "train_clusters": "bindkit.train.trainer",
+    "check_inputs": "bindkit.train.trainer",
     "apply_lines": "bindkit.train.lines",
     "lines_factors": "bindkit.train.lines",
 }

@@ -1,4 +1,7 @@
-"""The seed's attention binding loss, added to the triplet loss with ``--attn-loss``.
+"""The seed's attention binding loss at the model edge, added to any objective with ``--attn-loss``.
+
+The math is :class:`bindkit.train.losses.AttentionMarginLoss`; this module captures the
+attention of a forward pass and measures the margins it needs.
 
 penalty = λ · mean over (object, layer in band) of [τ − margin]+, where an object's margin is its
 mean attention to its own attribute words minus its mean attention to the other objects'
@@ -16,7 +19,6 @@ from bindkit.analysis.attention import (
     align,
     attention_modules,
     batch_margins,
-    binding_penalty,
     capture_attentions,
     layer_band,
     parse_query_bindings,
@@ -71,10 +73,18 @@ class AttentionBindingLoss:
         *,
         role: str = "query",
         instruction: str | None = None,
+        rows: int = 1,
+        global_rows: int = 1,
     ) -> tuple[Any, Any]:
-        """(embeddings of ``batch``, weighted penalty); both carry gradients."""
+        """(embeddings of ``batch``, weighted penalty); both carry gradients.
+
+        ``rows``/``global_rows`` scale the penalty to this rank's share of a global batch.
+        """
         graphs = align(self.embedder, items, batch, role=role, instruction=instruction)
         with capture_attentions(self.embedder.module) as captured:
             embeddings = self.embedder.forward(batch)
+        from bindkit.train.losses import AttentionMarginLoss
+
         margins = batch_margins(captured, graphs, self.layers)
-        return embeddings, self.weight * binding_penalty(margins, self.tau)
+        penalty = AttentionMarginLoss(self.tau, self.weight)(margins, rows, global_rows)
+        return embeddings, penalty

@@ -15,12 +15,13 @@ def render_card(record: dict[str, Any], variant: str | None) -> str:
     """Markdown: base model, data, scores before/after, LiNeS factors and the full config."""
     base = record["base_model"]
     name = base.get("model") or base.get("path") or record["config"]["model"]
+    examples = ", ".join(f"{n} {kind}" for kind, n in record["examples"].items())
     title = {"raw": "raw LoRA update", "lines": "LiNeS-scaled LoRA update", None: "training run"}
     lines = [
         f"# bindkit binding adapter: {name} ({title[variant]})",
         "",
         f"- base model: `{record['config']['model']}` (fingerprint {record['base_fingerprint']})",
-        f"- bindkit {record['version']}; {record['triplets']} triplets, "
+        f"- bindkit {record['version']}; {record['objective']}: {examples}; "
         f"{record['optimizer_steps']} optimizer steps on {record['world']} process(es), "
         f"{record['train_seconds']} s",
     ]

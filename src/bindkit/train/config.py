@@ -1,35 +1,81 @@
-"""``TrainConfig``: one dataclass for the CLI flags, the validation and the model card's record.
+"""Training configs: one dataclass per front end, the CLI flags, the validation and the record.
 
-Each field's ``metadata["help"]`` is its documentation; :func:`add_arguments` builds argparse
-options from the fields, so the three can never drift apart.
+:class:`TrainConfig` (``bindkit train triplets``) and :class:`ClusterTrainConfig` (``bindkit train
+clusters``) share every option of the loop (:class:`BaseTrainConfig`: LoRA, optimiser, schedule,
+GradCache, LiNeS, preservation, checkpoints), so the two commands have the same flag names; each
+adds its data file and its loss's options. Each field's ``metadata["help"]`` is its
+documentation and ``metadata["range"]`` its allowed values: :func:`add_arguments` builds argparse
+options from the fields (argparse adds each default once, ``%(default)s``) and ``__post_init__``
+checks every number (finite, in range, the range in the message) before anything loads.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from bindkit.errors import BindkitError
 
 PRECISIONS = ("auto", "fp32", "bf16")
+SCHEDULES = ("constant", "linear")
 
 
-def _help(text: str, **extra: Any) -> Any:
-    return {"help": text, **extra}
+@dataclass(frozen=True)
+class Range:
+    """Allowed values of a number: ``low``/``high`` bounds (None: unbounded), open or closed."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, value: float) -> bool:
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return not (
+            self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        )
+
+    def __str__(self) -> str:
+        if self.high is None:
+            return f"{'>' if self.low_open else '>='} {_number(self.low)}"
+        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+        return f"in {left}{_number(self.low)}, {_number(self.high)}{right}"
 
 
-@dataclass
-class TrainConfig:
-    """Options of ``bindkit train triplets``; every field is a CLI flag (``--lora-r`` …)."""
+def _number(value: float | None) -> str:
+    return "-inf" if value is None else f"{value:g}"
+
+
+POSITIVE = Range(0, None, low_open=True)
+NONNEGATIVE = Range(0)
+AT_LEAST_ONE = Range(1)
+UNIT = Range(0, 1)
+
+
+def _help(text: str, range: Range | None = None, **extra: Any) -> Any:
+    return {"help": text, "range": range, **extra}
+
+
+def _default(base: Any, name: str, value: Any) -> Any:
+    """Field ``name`` of ``base`` with another default (same help and range)."""
+    return field(default=value, metadata=base.__dataclass_fields__[name].metadata)
+
+
+@dataclass(kw_only=True)
+class BaseTrainConfig:
+    """The options of the training loop, shared by every objective (``bindkit train KIND``)."""
+
+    # which files the run reads (provenance, checks, resume identity), by field name
+    DATA_FIELDS: ClassVar[tuple[str, ...]] = ("val", "sts", "preserve")
+    OBJECTIVE: ClassVar[str] = ""
 
     model: str = field(metadata=_help("model spec to finetune, e.g. st:default or mllm:PATH"))
-    train: str = field(
-        metadata=_help("triplet JSONL file (query/positive/negative rows, as bindkit synth writes)")
-    )
     out: str = field(metadata=_help("output directory: adapters, model card, checkpoints"))
     val: str | None = field(
         default=None, metadata=_help("validation triplet JSONL: accuracy every --eval-every steps")
@@ -41,37 +87,68 @@ class TrainConfig:
     lr: float = field(
         default=5e-5,
         metadata=_help(
-            "AdamW learning rate (constant); 5e-5 suits 2B+ models, small ones need ~1e-3"
+            "AdamW learning rate; 5e-5 suits 2B+ models, small ones need ~1e-3",
+            Range(0, 1, low_open=True),
         ),
     )
-    weight_decay: float = field(default=0.01, metadata=_help("AdamW weight decay"))
-    epochs: int = field(default=1, metadata=_help("passes over the training file"))
-    max_steps: int | None = field(
-        default=None, metadata=_help("stop after this many optimizer steps (default: all)")
+    weight_decay: float = field(default=0.01, metadata=_help("AdamW weight decay", NONNEGATIVE))
+    schedule: str = field(
+        default="constant",
+        metadata=_help(
+            "learning-rate schedule after the warm-up: constant, or linear decay to 0",
+            choices=SCHEDULES,
+        ),
     )
-    batch_size: int = field(default=32, metadata=_help("triplets per device per micro-batch"))
-    grad_accum: int = field(default=1, metadata=_help("micro-batches per optimizer step"))
-    margin: float = field(default=0.05, metadata=_help("hinge margin over cosine"))
-    lora_r: int = field(default=4, metadata=_help("LoRA rank"))
-    lora_alpha: float = field(default=4.0, metadata=_help("LoRA alpha (scaling alpha/r)"))
-    lora_dropout: float = field(default=0.0, metadata=_help("LoRA dropout"))
+    warmup_steps: int = field(
+        default=0, metadata=_help("optimizer steps of linear learning-rate warm-up", NONNEGATIVE)
+    )
+    epochs: int = field(default=1, metadata=_help("passes over the training file", AT_LEAST_ONE))
+    max_steps: int | None = field(
+        default=None,
+        metadata=_help("stop after this many optimizer steps (default: all)", AT_LEAST_ONE),
+    )
+    grad_accum: int = field(
+        default=1, metadata=_help("micro-batches per optimizer step", AT_LEAST_ONE)
+    )
+    chunk_size: int = field(
+        default=0,
+        metadata=_help(
+            "GradCache: inputs per forward pass with gradients, so a large batch fits in memory "
+            "with the same gradients (0: one forward per micro-batch)",
+            NONNEGATIVE,
+        ),
+    )
+    lora_r: int = field(default=4, metadata=_help("LoRA rank", AT_LEAST_ONE))
+    lora_alpha: float = field(default=4.0, metadata=_help("LoRA alpha (scaling alpha/r)", POSITIVE))
+    lora_dropout: float = field(
+        default=0.0, metadata=_help("LoRA dropout", Range(0, 1, high_open=True))
+    )
     model_dropout: bool = field(
         default=True,
         metadata=_help(
             "keep the frozen model's own dropout active while training, as peft and "
-            "sentence-transformers do (--no-model-dropout: a deterministic forward, faster on CPU)"
+            "sentence-transformers do",
+            negative="switch the frozen model's own dropout off while training: a deterministic "
+            "forward, faster on CPU",
         ),
     )
     lines: bool = field(
-        default=True, metadata=_help("apply LiNeS to the final adapter (--no-lines: raw update)")
+        default=True,
+        metadata=_help(
+            "apply LiNeS to the final adapter",
+            negative="write only the raw LoRA update (no LiNeS adapter, no alpha sweep)",
+        ),
     )
     lines_alpha: float | None = field(
         default=None,
-        metadata=_help("LiNeS alpha (beta = 1 - alpha); default: chosen by a sweep on --val"),
+        metadata=_help("LiNeS alpha (beta = 1 - alpha); default: chosen by a sweep on --val", UNIT),
     )
     lines_tolerance: float = field(
         default=1.0,
-        metadata=_help("sweep: keep alphas whose val accuracy is within this many points of raw"),
+        metadata=_help(
+            "sweep: keep alphas whose val accuracy is within this many points of raw",
+            Range(0, 100),
+        ),
     )
     preserve: str | None = field(
         default=None,
@@ -80,113 +157,179 @@ class TrainConfig:
         ),
     )
     preserve_weight: float = field(
-        default=1.0, metadata=_help("weight of the preservation (distillation) term")
+        default=1.0, metadata=_help("weight of the preservation (distillation) term", NONNEGATIVE)
     )
     preserve_batch: int = field(
-        default=32, metadata=_help("preservation sentences mixed into each micro-batch")
+        default=32,
+        metadata=_help("preservation sentences mixed into each micro-batch", AT_LEAST_ONE),
     )
     attn_loss: bool = field(
         default=False,
         metadata=_help("add the attention binding loss on the queries (bindkit.train.attention)"),
     )
-    attn_tau: float = field(default=0.1, metadata=_help("attention loss target margin tau"))
-    attn_weight: float = field(default=0.1, metadata=_help("attention loss weight lambda"))
+    attn_tau: float = field(
+        default=0.1, metadata=_help("attention loss target margin tau", Range(0, 2))
+    )
+    attn_weight: float = field(
+        default=0.1, metadata=_help("attention loss weight lambda", NONNEGATIVE)
+    )
     eval_every: int = field(
-        default=0, metadata=_help("validation accuracy every K optimizer steps (0: at the end)")
+        default=0,
+        metadata=_help("validation accuracy every K optimizer steps (0: at the end)", NONNEGATIVE),
     )
     save_every: int = field(
         default=100,
-        metadata=_help("checkpoint every K optimizer steps (0: never); resume reads it"),
+        metadata=_help(
+            "checkpoint every K optimizer steps (0: never); a rerun resumes from it", NONNEGATIVE
+        ),
     )
     precision: str = field(
-        default="auto", metadata=_help("auto (bf16 autocast on GPU), fp32 or bf16")
+        default="auto",
+        metadata=_help("auto (bf16 autocast on GPU), fp32 or bf16", choices=PRECISIONS),
     )
-    seed: int = field(default=0, metadata=_help("seed of LoRA init and data order"))
+    seed: int = field(default=0, metadata=_help("seed of LoRA init and data order", NONNEGATIVE))
     overwrite: bool = field(
         default=False, metadata=_help("start over even if OUT holds a checkpoint or a finished run")
     )
-    progress: bool = field(default=True, metadata=_help("show a progress bar (--no-progress)"))
+    progress: bool = field(
+        default=True,
+        metadata=_help("show progress", negative="print no progress bar and no status lines"),
+    )
 
     def __post_init__(self) -> None:
-        positive = {
-            "lr": self.lr,
-            "epochs": self.epochs,
-            "batch_size": self.batch_size,
-            "grad_accum": self.grad_accum,
-            "lora_r": self.lora_r,
-            "lora_alpha": self.lora_alpha,
-            "preserve_batch": self.preserve_batch,
-        }
-        for name, value in positive.items():
-            if not value > 0:
-                raise BindkitError(f"--{_flag(name)} {value}: must be positive")
-        nonnegative = {
-            "weight_decay": self.weight_decay,
-            "margin": self.margin,
-            "preserve_weight": self.preserve_weight,
-            "eval_every": self.eval_every,
-            "save_every": self.save_every,
-            "lines_tolerance": self.lines_tolerance,
-            "attn_tau": self.attn_tau,
-            "attn_weight": self.attn_weight,
-        }
-        for name, value in nonnegative.items():
-            if value < 0:
-                raise BindkitError(f"--{_flag(name)} {value}: must be zero or more")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise BindkitError(f"--max-steps {self.max_steps}: must be at least 1")
-        if not 0.0 <= self.lora_dropout < 1.0:
-            raise BindkitError(f"--lora-dropout {self.lora_dropout}: give a value in [0, 1)")
-        if self.lines_alpha is not None and not 0.0 <= self.lines_alpha <= 1.0:
-            raise BindkitError(f"--lines-alpha {self.lines_alpha}: give a value in [0, 1]")
-        if self.precision not in PRECISIONS:
-            raise BindkitError(f"--precision {self.precision}: use {', '.join(PRECISIONS)}")
-        for name in ("train", "val", "sts", "preserve"):
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            flag = f"--{_flag(f.name)}"
+            choices = f.metadata.get("choices")
+            if choices is not None and value not in choices:
+                raise BindkitError(f"{flag} {value}: use {', '.join(choices)}")
+            allowed = f.metadata.get("range")
+            if allowed is None or value is None:
+                continue
+            kind = _base_type(hints[f.name])
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise BindkitError(f"{flag} {value!r}: give a number {allowed}")
+            if kind is int and not float(value).is_integer():
+                raise BindkitError(f"{flag} {value}: give a whole number {allowed}")
+            if not math.isfinite(value) or value not in allowed:
+                raise BindkitError(f"{flag} {value}: give a finite number {allowed}")
+        for name in self.DATA_FIELDS:
             value = getattr(self, name)
             if value is not None and not Path(value).is_file():
-                raise BindkitError(f"--{name} {value}: file not found")
+                raise BindkitError(f"--{_flag(name)} {value}: file not found")
 
     def record(self) -> dict[str, Any]:
         """The options as written into the model card and checkpoints."""
         return dataclasses.asdict(self)
+
+    def inputs(self) -> dict[str, str]:
+        """The files the run reads, by option name."""
+        return {n: getattr(self, n) for n in self.DATA_FIELDS if getattr(self, n) is not None}
+
+
+@dataclass(kw_only=True)
+class TrainConfig(BaseTrainConfig):
+    """Options of ``bindkit train triplets``; every field is a CLI flag (``--lora-r`` …)."""
+
+    DATA_FIELDS: ClassVar[tuple[str, ...]] = ("train", "val", "sts", "preserve")
+    OBJECTIVE: ClassVar[str] = "triplets"
+
+    train: str = field(
+        metadata=_help("triplet JSONL file (query/positive/negative rows, as bindkit synth writes)")
+    )
+    batch_size: int = field(
+        default=32, metadata=_help("triplets per device per micro-batch", AT_LEAST_ONE)
+    )
+    margin: float = field(default=0.05, metadata=_help("hinge margin over cosine", Range(0, 2)))
+
+
+@dataclass(kw_only=True)
+class ClusterTrainConfig(BaseTrainConfig):
+    """Options of ``bindkit train clusters`` (seed 002's recipe as defaults: LoRA r 8, α 16,
+    AdamW 5e-5 without weight decay, 100 warm-up steps then linear decay, τ 0.02, GradCache)."""
+
+    DATA_FIELDS: ClassVar[tuple[str, ...]] = ("clusters", "val", "sts", "preserve")
+    OBJECTIVE: ClassVar[str] = "clusters"
+
+    clusters: str = field(metadata=_help("cluster JSONL file, as `bindkit mine` writes it"))
+    clusters_per_step: int = field(
+        default=8,
+        metadata=_help(
+            "B, clusters per device per micro-batch (effective batch B·(k+1) pairs)", AT_LEAST_ONE
+        ),
+    )
+    temperature: float = field(
+        default=0.02, metadata=_help("InfoNCE temperature tau", Range(0, 10, low_open=True))
+    )
+    in_batch: bool = field(
+        default=False,
+        metadata=_help("the baseline: every positive of the global batch is a negative"),
+    )
+    weight_decay: float = _default(BaseTrainConfig, "weight_decay", 0.0)
+    schedule: str = _default(BaseTrainConfig, "schedule", "linear")
+    warmup_steps: int = _default(BaseTrainConfig, "warmup_steps", 100)
+    chunk_size: int = _default(BaseTrainConfig, "chunk_size", 32)
+    lora_r: int = _default(BaseTrainConfig, "lora_r", 8)
+    lora_alpha: float = _default(BaseTrainConfig, "lora_alpha", 16.0)
 
 
 def _flag(name: str) -> str:
     return name.replace("_", "-")
 
 
+def _base_type(kind: Any) -> Any:
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    return args[0] if args else kind
+
+
 # Options that change nothing about the result (resuming may change them freely).
 NON_RESULT_FIELDS = frozenset({"out", "progress", "overwrite", "save_every", "eval_every"})
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one option per :class:`TrainConfig` field (help from the field's metadata)."""
-    hints = typing.get_type_hints(TrainConfig)
-    for f in dataclasses.fields(TrainConfig):
+def add_arguments(
+    parser: argparse.ArgumentParser, config: type[BaseTrainConfig] = TrainConfig
+) -> None:
+    """Add one option per field of ``config`` (help and choices from the field's metadata).
+
+    Required options come first, then the objective's own, then the loop's; defaults are shown
+    once, by argparse's ``%(default)s``.
+    """
+    hints = typing.get_type_hints(config)
+    shared = {f.name for f in dataclasses.fields(BaseTrainConfig)}
+    fields = sorted(
+        dataclasses.fields(config),
+        key=lambda f: (f.default is not dataclasses.MISSING, f.name in shared),
+    )
+    for f in fields:
         kind = hints[f.name]
         flag = f"--{_flag(f.name)}"
         help_text = f.metadata["help"]
         if kind is bool:
             if f.default is True:
+                negative = f.metadata.get("negative", f"do not {help_text}")
                 parser.add_argument(
-                    f"--no-{_flag(f.name)}", dest=f.name, action="store_false", help=help_text
+                    f"--no-{_flag(f.name)}", dest=f.name, action="store_false", help=negative
                 )
             else:
                 parser.add_argument(flag, dest=f.name, action="store_true", help=help_text)
             continue
-        base = (
-            next(a for a in typing.get_args(kind) if a is not type(None))
-            if typing.get_args(kind)
-            else kind
-        )
         required = f.default is dataclasses.MISSING
         default = None if required else f.default
-        shown = "" if required or default is None else f" (default: {default})"
+        shown = "" if required or default is None else " (default: %(default)s)"
         parser.add_argument(
-            flag, dest=f.name, type=base, required=required, default=default, help=help_text + shown
+            flag,
+            dest=f.name,
+            type=_base_type(kind),
+            required=required,
+            default=default,
+            choices=f.metadata.get("choices"),
+            help=help_text + shown,
         )
 
 
-def from_args(args: argparse.Namespace) -> TrainConfig:
-    """Build a :class:`TrainConfig` from parsed arguments (validated)."""
-    return TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)})
+def from_args(
+    args: argparse.Namespace, config: type[BaseTrainConfig] = TrainConfig
+) -> BaseTrainConfig:
+    """Build a ``config`` from parsed arguments (validated)."""
+    return config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config)})

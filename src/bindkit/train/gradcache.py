@@ -76,11 +76,27 @@ class GradCache:
             batches: one collated batch per side (a tensor, or a mapping of tensors).
             loss_fn: the full-batch loss of the embeddings of every side, in order.
         """
-        import torch
-
         if len(encoders) != len(batches):
             raise ValueError("need one encoder per batch")
         chunks = [split_batch(b, self.chunk_size) for b in batches]
+        loss, _ = self.backward_chunks(encoders, chunks, loss_fn)
+        return loss
+
+    def backward_chunks(
+        self,
+        encoders: Sequence[Callable[[Any], Any]],
+        chunks: Sequence[Sequence[Any]],
+        loss_fn: Callable[..., Any],
+    ) -> tuple[Any, list[Any]]:
+        """:meth:`backward` over inputs already cut into chunks (e.g. collated ahead).
+
+        Returns:
+            The loss and each side's full embeddings, both detached.
+        """
+        import torch
+
+        if len(encoders) != len(chunks):
+            raise ValueError("need one encoder per side")
         states: list[list[RandState]] = []
         cached = []
         with torch.no_grad():
@@ -109,4 +125,4 @@ class GradCache:
                     part = grad[start : start + len(rep)]
                     torch.dot(rep.flatten(), part.flatten()).backward()
                 start += len(rep)
-        return loss.detach()
+        return loss.detach(), [leaf.detach() for leaf in leaves]

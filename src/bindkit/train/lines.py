@@ -23,13 +23,15 @@ def lines_factors(num_layers: int, alpha: float, beta: float | None = None) -> l
     """λ(ℓ) = α + β·ℓ/(L−1) for ℓ = 0 … L−1; β defaults to 1 − α.
 
     Example:
-        >>> lines_factors(3, 0.2)
+        >>> [round(f, 6) for f in lines_factors(3, 0.2)]
         [0.2, 0.6, 1.0]
     """
     if num_layers < 1:
-        raise BindkitError(f"LiNeS: num_layers={num_layers}; the model needs at least one layer")
+        raise BindkitError(f"--num-layers {num_layers}: give a whole number >= 1 (the model depth)")
     if not 0.0 <= alpha <= 1.0:
-        raise BindkitError(f"--alpha {alpha}: give a value in [0, 1]")
+        raise BindkitError(f"--alpha {alpha}: give a finite number in [0, 1]")
+    if beta is not None and not -1.0 <= beta <= 1.0:
+        raise BindkitError(f"--beta {beta}: give a finite number in [-1, 1]")
     beta = 1.0 - alpha if beta is None else beta
     if num_layers == 1:
         return [alpha + beta]
@@ -68,22 +70,45 @@ def apply_lines(
     Returns:
         The LiNeS record (α, β, L, factors) also written to ``OUT/lines.json``.
     """
+    from safetensors import SafetensorError
     from safetensors.torch import load_file, save_file
 
     adapter, out = Path(adapter), Path(out)
+    if out.resolve() == adapter.resolve():
+        raise BindkitError(
+            f"--out {out}: is the input adapter; write the copy to another directory"
+        )
     weights = adapter / ADAPTER_WEIGHTS
     if not (adapter / "adapter_config.json").is_file() or not weights.is_file():
         raise BindkitError(
             f"{adapter}: not a peft adapter directory (needs adapter_config.json and "
             f"{ADAPTER_WEIGHTS})"
         )
-    config = json.loads((adapter / "adapter_config.json").read_text())
-    if config.get("peft_type") != "LORA":
+    try:
+        config = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError):
         raise BindkitError(
-            f"{adapter}: LiNeS scales LoRA adapters; this one is {config.get('peft_type')}"
+            f"{adapter / 'adapter_config.json'}: not valid JSON; retrain or re-copy the adapter"
+        ) from None
+    if not isinstance(config, dict) or config.get("peft_type") != "LORA":
+        raise BindkitError(
+            f"{adapter}: LiNeS scales LoRA adapters; this one is "
+            f"{config.get('peft_type') if isinstance(config, dict) else 'not a peft config'}"
         )
-    tensors = load_file(str(weights))
-    depth = num_layers or num_layers_of(list(tensors))
+    lines_factors(1 if num_layers is None else num_layers, alpha, beta)  # options, before reading
+    try:
+        tensors = load_file(str(weights))
+    except (SafetensorError, OSError) as exc:
+        raise BindkitError(
+            f"{weights}: not a readable safetensors file ({exc}); retrain or re-copy the adapter"
+        ) from None
+    found = num_layers_of(list(tensors))
+    depth = found if num_layers is None else num_layers
+    if depth < found:
+        raise BindkitError(
+            f"--num-layers {depth}: the adapter has weights for {found} layers; "
+            f"give at least {found}"
+        )
     factors = lines_factors(depth, alpha, beta)
     scaled = {
         name: tensor * factor_for(name, factors, alpha) if ".lora_B." in name else tensor

@@ -1,60 +1,60 @@
-"""``train_triplets``: LoRA finetuning on binding triplets through the embedder's own path.
+"""``train``: one LoRA training loop for every objective (triplets, clusters) through the embedder.
 
 The model is the evaluation embedder itself: its ``collate`` renders the same prompts (query role
-for queries, document role for positives and negatives, the model's default instruction) and its
+for queries, document role for documents, the model's or the pair's instruction) and its
 ``forward`` pools and normalises as evaluation does; LoRA is added in place with peft, so the
 embedder keeps working for validation and the LiNeS sweep.
 
-Data order depends only on the seed and the epoch, so a run resumed from a checkpoint sees the
-same batches as an uninterrupted one. With several processes (``accelerate launch``) each rank
-takes its slice of every global batch and the LoRA gradients are averaged before each step.
+What a batch holds and its loss come from an objective (:mod:`bindkit.train.objectives`); the
+rest is shared: the plan (data order from the seed and the epoch only, so a run resumed from a
+checkpoint sees the same batches as an uninterrupted one), the prefetching collate, GradCache
+(``--chunk-size``), auxiliary terms (preservation, attention), the schedule, checkpoints and
+resume, the overwrite guard and lock, validation, LiNeS, the adapters, the model card and
+``train.json``. With several processes (``accelerate launch``) each rank takes its slice of every
+global batch (ranks may hold unequal numbers of rows); each loss returns the rank's share of the
+global loss and the LoRA gradients are summed before each step.
+
+Every input is read and checked (:func:`check_inputs`) before the model loads; a loss or a
+weight that turns non-finite stops the run with one line and no adapter.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bindkit._io import atomic_write_text, sha256_file
+from bindkit._io import atomic_write_text, check_can_create, check_not_input, sha256_file
 from bindkit._lock import directory_lock
 from bindkit.errors import BindkitError
 from bindkit.tasks.base import Dataset
-from bindkit.tasks.triplets import read_triplets
-from bindkit.train.config import NON_RESULT_FIELDS, TrainConfig
+from bindkit.train.auxiliary import (
+    AttentionTerm,
+    AuxiliaryLoss,
+    PreservationTerm,
+    Step,
+    read_sentences,
+)
+from bindkit.train.config import NON_RESULT_FIELDS, BaseTrainConfig, ClusterTrainConfig, TrainConfig
+from bindkit.train.objectives import Batch, Objective, objective_for
+
+__all__ = ["Plan", "Step", "check_inputs", "train", "train_clusters", "train_triplets"]
 
 CHECKPOINT = "checkpoint"
 RAW, LINES = "adapter-raw", "adapter-lines"
 SWEEP = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-
-
-@dataclass
-class Step:
-    """What an auxiliary loss receives for one micro-batch.
-
-    ``batches`` holds the collated inputs (``query``, ``documents``: positives then negatives),
-    ``embeddings`` the pooled outputs (``query``, ``positive``, ``negative``), ``rows`` the
-    triplet records (they carry ``type`` and any binding annotations).
-    """
-
-    model: Any
-    embedder: Any
-    rows: list[dict[str, Any]]
-    batches: dict[str, Any]
-    embeddings: dict[str, Any]
-
-
-AuxiliaryLoss = Callable[[Step], Any]
+SCHEMA = "bindkit.train/2"
 
 
 @dataclass
 class Plan:
-    """The micro-batches of one run: which rows each rank sees, in which order."""
+    """The micro-batches of one run: which units (triplets, clusters) each rank sees, in order."""
 
     rows: int
     batch_size: int
@@ -71,53 +71,12 @@ class Plan:
             generator = torch.Generator().manual_seed(self.seed * 1000 + epoch)
             perm = torch.randperm(self.rows, generator=generator).tolist()
             batches = [perm[i : i + per_step] for i in range(0, len(perm), per_step)]
-            # with several ranks, a last batch too small to give every rank a row is dropped
+            # with several ranks, a last batch too small to give every rank a unit is dropped
             self.order += [b for b in batches if len(b) >= self.world]
 
     def shard(self, micro: int, rank: int) -> list[int]:
-        """Rank ``rank``'s rows of global micro-batch ``micro``."""
+        """Rank ``rank``'s units of global micro-batch ``micro``."""
         return self.order[micro][rank :: self.world]
-
-
-def attention_term(embedder: Any, tau: float, weight: float) -> AuxiliaryLoss:
-    """The attention binding loss (:mod:`bindkit.train.attention`) on each micro-batch's
-    queries, whose bindings are read from the rows (or parsed from the synthetic query)."""
-    from bindkit.train.attention import AttentionBindingLoss, bound_text
-
-    loss = AttentionBindingLoss(embedder, tau=tau, weight=weight)
-
-    def term(step: Step) -> Any:
-        items = [bound_text(row) for row in step.rows]
-        _, penalty = loss(items, step.batches["query"], role="query")
-        return penalty
-
-    return term
-
-
-def read_sentences(path: str | Path) -> list[str]:
-    """Sentences for the preservation term: one per line, or JSONL rows with a ``text`` field
-    (triplet rows give their query, positive and negative)."""
-    path = Path(path)
-    sentences: list[str] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("{"):
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise BindkitError(f"{path}:{lineno}: not valid JSON ({exc})") from None
-            texts = [row.get(k) for k in ("text", "query", "positive", "negative")]
-            found = [t for t in texts if isinstance(t, str) and t.strip()]
-            if not found:
-                raise BindkitError(f"{path}:{lineno}: a JSON row needs a 'text' field")
-            sentences += found
-        else:
-            sentences.append(line)
-    if not sentences:
-        raise BindkitError(f"{path}: no sentences found; give one sentence per line")
-    return sentences
 
 
 def triplet_accuracy(embedder: Any, rows: list[dict[str, Any]], name: str = "val") -> float:
@@ -130,14 +89,12 @@ def triplet_accuracy(embedder: Any, rows: list[dict[str, Any]], name: str = "val
     return float(result["scores"]["triplet_accuracy"])
 
 
-def sts_spearman(embedder: Any, path: str) -> float:
-    """Spearman on an STS file through the evaluation library (the ``sts`` task)."""
+def sts_spearman(embedder: Any, dataset: Dataset) -> float:
+    """Spearman on an STS dataset through the evaluation library (the ``sts`` task)."""
     from bindkit.tasks.base import EvalContext
     from bindkit.tasks.sts import STSTask
 
-    task = STSTask()
-    dataset = task.load(Path(path))
-    result = task.evaluate(embedder, dataset, dataset.name, "tt", EvalContext())
+    result = STSTask().evaluate(embedder, dataset, dataset.name, "tt", EvalContext())
     return float(result["scores"]["spearman"])
 
 
@@ -160,47 +117,119 @@ def load_trainable(spec: str, device: str | None) -> Any:
     return embedder
 
 
-def train_triplets(
-    config: TrainConfig, *, auxiliary_losses: Sequence[AuxiliaryLoss] = ()
+@dataclass
+class Inputs:
+    """Everything a run reads, read and checked before the model loads."""
+
+    objective: Objective
+    val: list[dict[str, Any]] | None
+    sts: Dataset | None
+    preserve: list[str] | None
+
+
+def check_inputs(config: BaseTrainConfig) -> Inputs:
+    """Read and check every input and the output place, in seconds, before any model loads.
+
+    Raises:
+        BindkitError: a file that is missing, empty or malformed; a split file whose
+            ``splits.json`` is missing or stale; ``--out`` that is an input, holds an input,
+            lies under a file, or holds a finished run; a model spec that already has an adapter.
+    """
+    from bindkit.embed.registry import Spec
+    from bindkit.tasks.triplets import read_triplets
+
+    out = Path(config.out)
+    check_not_input(out, [Path(p) for p in config.inputs().values()])
+    check_can_create(out)
+    if (out / "train.json").is_file() and not config.overwrite:
+        raise BindkitError(
+            f"{out}: holds a finished run ({out / 'train.json'}); pass --overwrite or another --out"
+        )
+    if "adapter" in Spec.parse(config.model).options:
+        raise BindkitError(
+            f"--model {config.model}: already carries an adapter; train from the base model spec"
+        )
+    for name in ("train", "val"):
+        split = getattr(config, name, None)
+        if split is not None and (Path(split).parent / "examples.jsonl").is_file():
+            # a split file of a synth run: train on it only if its split set is whole and current
+            from bindkit.synth.splits import verify_splits
+
+            verify_splits(Path(split).parent)
+    objective = objective_for(config)  # type: ignore[arg-type]
+    val = read_triplets(config.val) if config.val else None
+    if config.lines and config.lines_alpha is None and val is None:
+        raise BindkitError(
+            "LiNeS: give --val to choose its alpha, or --lines-alpha A, or --no-lines"
+        )
+    sts = None
+    if config.sts:
+        from bindkit.tasks.sts import STSTask
+
+        sts = STSTask().load(Path(config.sts))
+    preserve = read_sentences(config.preserve) if config.preserve else None
+    return Inputs(objective, val, sts, preserve)
+
+
+def train(
+    config: BaseTrainConfig, *, auxiliary_losses: Sequence[AuxiliaryLoss] = ()
 ) -> dict[str, Any]:
-    """Finetune ``config.model`` with LoRA on triplets; write adapters and a model card.
+    """Finetune ``config.model`` with LoRA on the objective its config names; write adapters and
+    a model card.
 
     Writes ``OUT/adapter-raw/`` (peft format), ``OUT/adapter-lines/`` (unless ``--no-lines``),
     ``OUT/model_card.md`` and ``OUT/train.json``; ``OUT/checkpoint/`` is kept while training and
     a rerun with the same options resumes from it.
 
     Args:
-        config: The options (see :class:`TrainConfig`).
+        config: A :class:`~bindkit.train.config.TrainConfig` (triplets) or
+            :class:`~bindkit.train.config.ClusterTrainConfig` (clusters).
         auxiliary_losses: Extra terms; each gets a :class:`Step` and returns a scalar tensor that
             is added to the loss (e.g. an attention binding loss).
 
     Returns:
         The record written to ``OUT/train.json`` (scores before/after, LiNeS choice, timings).
     """
+    inputs = check_inputs(config)
     out = Path(config.out)
-    with directory_lock(out, "bindkit train triplets"):
-        return _Run(config, out, list(auxiliary_losses)).run()
+    with directory_lock(out, f"bindkit train {inputs.objective.name}"):
+        return _Run(config, out, inputs, list(auxiliary_losses)).run()
+
+
+def train_triplets(
+    config: TrainConfig, *, auxiliary_losses: Sequence[AuxiliaryLoss] = ()
+) -> dict[str, Any]:
+    """:func:`train` on triplets (hinge loss): ``bindkit train triplets``."""
+    return train(config, auxiliary_losses=auxiliary_losses)
+
+
+def train_clusters(
+    config: ClusterTrainConfig, *, auxiliary_losses: Sequence[AuxiliaryLoss] = ()
+) -> dict[str, Any]:
+    """:func:`train` on mined clusters (cluster InfoNCE): ``bindkit train clusters``."""
+    return train(config, auxiliary_losses=auxiliary_losses)
+
+
+def per_device(config: BaseTrainConfig) -> int:
+    """Units per device per micro-batch: triplets, or clusters."""
+    if isinstance(config, ClusterTrainConfig):
+        return config.clusters_per_step
+    assert isinstance(config, TrainConfig)
+    return config.batch_size
 
 
 class _Run:
-    def __init__(self, config: TrainConfig, out: Path, auxiliary: list[AuxiliaryLoss]) -> None:
+    def __init__(
+        self, config: BaseTrainConfig, out: Path, inputs: Inputs, auxiliary: list[AuxiliaryLoss]
+    ) -> None:
         from accelerate import PartialState
 
         self.config, self.out, self.auxiliary = config, out, auxiliary
         self.state = PartialState()
         self.main = self.state.is_main_process
-        self.rows = read_triplets(config.train)
-        self.val = read_triplets(config.val) if config.val else None
-        if config.lines and config.lines_alpha is None and self.val is None:
-            raise BindkitError(
-                "LiNeS: give --val to choose its alpha, or --lines-alpha A, or --no-lines"
-            )
-        self.preserve = read_sentences(config.preserve) if config.preserve else None
-        done = out / "train.json"
-        if done.is_file() and not config.overwrite:
-            raise BindkitError(
-                f"{out}: holds a finished run ({done}); pass --overwrite or another --out"
-            )
+        self.objective = inputs.objective
+        self.val, self.sts, self.preserve = inputs.val, inputs.sts, inputs.preserve
+        self._identity: dict[str, Any] | None = None
 
     # -- setup ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -212,10 +241,12 @@ class _Run:
         self.embedder = embedder
         started = time.perf_counter()
         before = self.scores(embedder)
-        teacher = None
-        if self.preserve is not None:
-            embedder.module.eval()
-            teacher = torch.from_numpy(embedder.embed_texts(self.preserve, role="document"))
+        preservation = None
+        if self.preserve is not None and config.preserve_weight > 0:
+            # the teacher's embeddings come from the base model, before LoRA is added
+            preservation = PreservationTerm(
+                embedder, self.preserve, config.preserve_batch, config.preserve_weight
+            )
         from bindkit.train.lora import add_lora
 
         self.model = add_lora(
@@ -226,47 +257,76 @@ class _Run:
             seed=config.seed,
         )
         if config.attn_loss:
-            self.auxiliary.append(attention_term(embedder, config.attn_tau, config.attn_weight))
+            self.auxiliary.append(AttentionTerm(embedder, config.attn_tau, config.attn_weight))
+        if preservation is not None:
+            self.auxiliary.append(preservation)
         trainable = [p for p in embedder.module.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(trainable, lr=config.lr, weight_decay=config.weight_decay)
         plan = Plan(
-            len(self.rows), config.batch_size, self.state.num_processes, config.epochs, config.seed
+            self.objective.units,
+            per_device(config),
+            self.state.num_processes,
+            config.epochs,
+            config.seed,
         )
         micro_total = len(plan.order)
         if config.max_steps is not None:
             micro_total = min(micro_total, config.max_steps * config.grad_accum)
+        scheduler = self.scheduler(optimizer, -(-micro_total // config.grad_accum))
         history: list[dict[str, Any]] = []
-        start_micro = self.resume(trainable, optimizer, history)
-        self.train_loop(plan, start_micro, micro_total, trainable, optimizer, teacher, history)
+        start_micro = self.resume(trainable, optimizer, scheduler, history)
+        self.train_loop(plan, start_micro, micro_total, trainable, optimizer, scheduler, history)
         train_seconds = time.perf_counter() - started
         return self.finish(before, history, micro_total, train_seconds)
+
+    def scheduler(self, optimizer: Any, steps: int) -> Any:
+        """The learning-rate schedule (None: a constant rate, the optimizer's own)."""
+        config = self.config
+        if config.schedule == "constant" and config.warmup_steps == 0:
+            return None
+        from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
+
+        if config.schedule == "linear":
+            return get_linear_schedule_with_warmup(optimizer, config.warmup_steps, steps)
+        return get_constant_schedule_with_warmup(optimizer, config.warmup_steps)
 
     def scores(self, embedder: Any) -> dict[str, float]:
         embedder.module.eval()
         scores: dict[str, float] = {}
         if self.val is not None:
             scores["val_triplet_accuracy"] = triplet_accuracy(embedder, self.val)
-        if self.config.sts:
-            scores["sts_spearman"] = sts_spearman(embedder, self.config.sts)
+        if self.sts is not None:
+            scores["sts_spearman"] = sts_spearman(embedder, self.sts)
         return scores
 
     # -- checkpoints ---------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
-        record = {k: v for k, v in self.config.record().items() if k not in NON_RESULT_FIELDS}
-        return {
-            "options": record,
-            "train_sha256": sha256_file(Path(self.config.train)),
-            "world": self.state.num_processes,
-        }
+        """What a checkpoint must match to be resumed: objective, options, data, world size."""
+        if self._identity is None:
+            options = self.config.record()
+            self._identity = {
+                "objective": self.objective.name,
+                "options": {k: v for k, v in options.items() if k not in NON_RESULT_FIELDS},
+                "data_sha256": sha256_file(Path(self.objective.data)),  # hashed once per run
+                "world": self.state.num_processes,
+            }
+        return self._identity
 
-    def resume(self, trainable: list[Any], optimizer: Any, history: list[dict[str, Any]]) -> int:
+    def resume(
+        self, trainable: list[Any], optimizer: Any, scheduler: Any, history: list[dict[str, Any]]
+    ) -> int:
         import torch
 
         path = self.out / CHECKPOINT / "state.pt"
         if self.config.overwrite or not path.is_file():
             return 0
-        state = torch.load(path, map_location="cpu", weights_only=False)
-        if state["identity"] != self.identity():
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception:  # a torn or foreign file: torch raises many kinds
+            raise BindkitError(
+                f"{path}: not a readable checkpoint; pass --overwrite to start over"
+            ) from None
+        if not isinstance(state, dict) or state.get("identity") != self.identity():
             raise BindkitError(
                 f"{path}: a checkpoint of a run with other options or data; pass --overwrite "
                 "or another --out"
@@ -275,13 +335,20 @@ class _Run:
             for parameter, saved in zip(trainable, state["trainable"], strict=True):
                 parameter.copy_(saved.to(parameter.device))
         optimizer.load_state_dict(state["optimizer"])
+        if scheduler is not None:
+            scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["rng"])
         history += state["history"]
         self.say(f"resuming from {path} at micro-batch {state['micro']}")
         return int(state["micro"])
 
     def save_checkpoint(
-        self, micro: int, trainable: list[Any], optimizer: Any, history: list[dict[str, Any]]
+        self,
+        micro: int,
+        trainable: list[Any],
+        optimizer: Any,
+        scheduler: Any,
+        history: list[dict[str, Any]],
     ) -> None:
         import torch
 
@@ -294,6 +361,7 @@ class _Run:
             "micro": micro,
             "trainable": [p.detach().cpu().clone() for p in trainable],
             "optimizer": optimizer.state_dict(),
+            "scheduler": None if scheduler is None else scheduler.state_dict(),
             "rng": torch.get_rng_state(),
             "history": history,
         }
@@ -302,27 +370,9 @@ class _Run:
         tmp.replace(folder / "state.pt")
 
     # -- the loop ------------------------------------------------------------------------
-    def collate(self, indices: list[int]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        rows = [self.rows[i] for i in indices]
-        embedder = self.embedder
-        batches = {
-            "query": embedder.collate(
-                [r["query"] for r in rows], modality="text", role="query", instruction=None
-            ),
-            "documents": embedder.collate(
-                [r["positive"] for r in rows] + [r["negative"] for r in rows],
-                modality="text",
-                role="document",
-                instruction=None,
-            ),
-        }
-        return rows, batches
-
-    def preserve_indices(self, micro: int) -> list[int]:
-        assert self.preserve is not None
-        size = len(self.preserve)
-        start = micro * self.config.preserve_batch
-        return [(start + i) % size for i in range(self.config.preserve_batch)]
+    def collate(self, micro: int, plan: Plan) -> Batch:
+        units = plan.shard(micro, self.state.process_index)
+        return self.objective.collate(self.embedder, units, self.config.chunk_size)
 
     def autocast(self) -> Any:
         import contextlib
@@ -337,6 +387,67 @@ class _Run:
             return torch.autocast(device_type=device, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
+    def micro_step(self, batch: Batch, micro: int) -> tuple[float, int]:
+        """Forward and backward of one micro-batch; returns (global loss, rows correct here)."""
+        import torch
+
+        from bindkit.train.batches import encode
+        from bindkit.train.gradcache import GradCache
+        from bindkit.train.losses import global_count
+
+        config, embedder, objective = self.config, self.embedder, self.objective
+        global_rows = global_count(len(batch.rows), self.state.device)
+
+        def step(embeddings: list[Any]) -> Step:
+            return Step(
+                self.model,
+                embedder,
+                batch.rows,
+                {"query": batch.sides[0], "documents": batch.sides[1]},
+                objective.named(embeddings, batch),
+                micro,
+                global_rows,
+            )
+
+        extra: Any = 0.0
+        with self.autocast():
+            if config.chunk_size:
+                encoders = [lambda chunk: encode(embedder, chunk)] * len(batch.sides)
+                main, embeddings = GradCache(config.chunk_size).backward_chunks(
+                    encoders,
+                    batch.sides,
+                    lambda *e: objective.loss(list(e), batch, global_rows) / config.grad_accum,
+                )
+                main = main * config.grad_accum
+                context = step(embeddings)
+                for auxiliary in self.auxiliary:
+                    extra = extra + auxiliary(context)
+                if isinstance(extra, torch.Tensor) and extra.requires_grad:
+                    (extra / config.grad_accum).backward()
+                loss = None
+            else:
+                embeddings = [encode(embedder, side[0]) for side in batch.sides]
+                main = objective.loss(embeddings, batch, global_rows)
+                loss = main
+                context = step(embeddings)
+                for auxiliary in self.auxiliary:
+                    term = auxiliary(context)
+                    loss = loss + term
+                    extra = extra + term
+        if loss is not None:
+            (loss / config.grad_accum).backward()
+        with torch.no_grad():
+            correct = objective.correct([e.detach() for e in embeddings], batch)
+            value = objective.share(main.detach().float()) + (
+                extra.detach().float() if isinstance(extra, torch.Tensor) else extra
+            )
+            value = torch.as_tensor(value, dtype=torch.float32, device=self.state.device)
+            if self.state.num_processes > 1:
+                import torch.distributed as dist
+
+                dist.all_reduce(value)
+        return float(value), correct
+
     def train_loop(
         self,
         plan: Plan,
@@ -344,16 +455,12 @@ class _Run:
         total: int,
         trainable: list[Any],
         optimizer: Any,
-        teacher: Any,
+        scheduler: Any,
         history: list[dict[str, Any]],
     ) -> None:
-        import torch
         from tqdm.auto import tqdm
 
-        from bindkit.train.losses import TripletHingeLoss, distillation
-
-        config, embedder, rank = self.config, self.embedder, self.state.process_index
-        loss_fn = TripletHingeLoss(config.margin)
+        config, embedder = self.config, self.embedder
         embedder.module.train(config.model_dropout)
         bar = tqdm(
             total=total,
@@ -368,55 +475,29 @@ class _Run:
         # Collate the next micro-batch on a thread while this one runs (tokenisers release
         # the GIL), so the device does not wait on Python.
         with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(self.collate, plan.shard(start, rank)) if start < total else None
+            pending = pool.submit(self.collate, start, plan) if start < total else None
             for micro in range(start, total):
                 assert pending is not None
-                rows, batches = pending.result()
-                pending = (
-                    pool.submit(self.collate, plan.shard(micro + 1, rank))
-                    if micro + 1 < total
-                    else None
-                )
-                with self.autocast():
-                    query = embedder.forward(batches["query"]).float()
-                    documents = embedder.forward(batches["documents"]).float()
-                    positive, negative = documents[: len(rows)], documents[len(rows) :]
-                    loss = loss_fn(query, positive, negative)
-                    step = Step(
-                        self.model,
-                        embedder,
-                        rows,
-                        batches,
-                        {"query": query, "positive": positive, "negative": negative},
+                batch = pending.result()
+                pending = pool.submit(self.collate, micro + 1, plan) if micro + 1 < total else None
+                value, right = self.micro_step(batch, micro)
+                steps = (micro + 1 + config.grad_accum - 1) // config.grad_accum
+                if not math.isfinite(value):
+                    raise BindkitError(
+                        f"{self.out}: the loss became {value} at step {steps}; lower --lr "
+                        f"(now {config.lr:g}) or check the data; no adapter written"
                     )
-                    for auxiliary in self.auxiliary:
-                        loss = loss + auxiliary(step)
-                    if teacher is not None and config.preserve_weight > 0:
-                        chosen = self.preserve_indices(micro)
-                        assert self.preserve is not None
-                        student = embedder.forward(
-                            embedder.collate(
-                                [self.preserve[i] for i in chosen],
-                                modality="text",
-                                role="document",
-                                instruction=None,
-                            )
-                        ).float()
-                        target = teacher[chosen].to(student.device)
-                        loss = loss + config.preserve_weight * distillation(student, target)
-                (loss / config.grad_accum).backward()
-                with torch.no_grad():
-                    margin = (query * positive).sum(-1) - (query * negative).sum(-1)
-                    correct += int((margin > 0).sum())
-                    seen += len(rows)
-                value = float(loss.detach())
+                correct += right
+                seen += len(batch.rows)
                 running = value if micro == start else 0.9 * running + 0.1 * value
                 last = micro + 1 == total
                 if (micro + 1) % config.grad_accum == 0 or last:
                     self.all_reduce(trainable)
                     optimizer.step()
+                    if scheduler is not None:
+                        scheduler.step()
                     optimizer.zero_grad(set_to_none=True)
-                    steps = (micro + 1 + config.grad_accum - 1) // config.grad_accum
+                    self.check_finite(trainable, steps)
                     entry: dict[str, Any] = {"step": steps, "loss": running}
                     if config.eval_every and steps % config.eval_every == 0 and self.val:
                         entry["val_triplet_accuracy"] = triplet_accuracy(embedder, self.val)
@@ -424,13 +505,23 @@ class _Run:
                         bar.write(f"step {steps}: val accuracy {entry['val_triplet_accuracy']:.3f}")
                     history.append(entry)
                     if config.save_every and steps % config.save_every == 0 and not last:
-                        self.save_checkpoint(micro + 1, trainable, optimizer, history)
+                        self.save_checkpoint(micro + 1, trainable, optimizer, scheduler, history)
                 bar.set_postfix(loss=f"{running:.4f}", acc=f"{correct / max(seen, 1):.3f}")
                 bar.update(1)
         bar.close()
         embedder.module.eval()
 
+    def check_finite(self, trainable: list[Any], steps: int) -> None:
+        import torch
+
+        if not all(bool(torch.isfinite(p).all()) for p in trainable):
+            raise BindkitError(
+                f"{self.out}: the LoRA weights became non-finite at step {steps}; lower --lr "
+                f"(now {self.config.lr:g}); no adapter written"
+            )
+
     def all_reduce(self, trainable: list[Any]) -> None:
+        """Sum the ranks' gradients: each rank's loss is its share of the global loss."""
         if self.state.num_processes == 1:
             return
         import torch.distributed as dist
@@ -438,7 +529,6 @@ class _Run:
         for parameter in trainable:
             if parameter.grad is not None:
                 dist.all_reduce(parameter.grad)
-                parameter.grad /= self.state.num_processes
 
     # -- after training ------------------------------------------------------------------
     def finish(
@@ -471,18 +561,16 @@ class _Run:
             scale_live(self.model, None)
             lines = {"alpha": alpha, "beta": 1.0 - alpha, "num_layers": depth, "sweep": sweep}
         record: dict[str, Any] = {
+            "schema": SCHEMA,
+            "objective": self.objective.name,
             "config": config.record(),
             "base_model": self.embedder.describe(),
             "base_fingerprint": self.embedder.fingerprint,
             "data": {
-                name: {
-                    "path": getattr(config, name),
-                    "sha256": sha256_file(Path(getattr(config, name))),
-                }
-                for name in ("train", "val", "sts", "preserve")
-                if getattr(config, name)
+                name: {"path": path, "sha256": sha256_file(Path(path))}
+                for name, path in config.inputs().items()
             },
-            "triplets": len(self.rows),
+            "examples": self.objective.counts(),
             "micro_batches": micro_total,
             "optimizer_steps": (micro_total + config.grad_accum - 1) // config.grad_accum,
             "world": self.state.num_processes,
