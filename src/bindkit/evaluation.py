@@ -148,7 +148,7 @@ def _one_model(
             provenance = {
                 "model_fingerprint": embedder.fingerprint,
                 "task": meta.name,
-                "data_sha256": dataset.sha256,
+                "data_sha256": dataset.identity(pairing),
                 "subset": subset,
                 "pairing": pairing,
                 "options": options,

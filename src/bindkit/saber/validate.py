@@ -23,6 +23,7 @@ from bindkit.saber.io import (
     FORMAT_VERSION,
     MCQ,
     SABER_FILE,
+    drawn_for_sha256,
     image_set_sha256,
     mcq_from_json,
     read_manifest,
@@ -61,7 +62,9 @@ RULES: dict[str, str] = {
     "complete": "every chain runs from the smallest to the largest N, and every N in between "
     "has the same number of MCQs",
     "balance": "for each N, half of the MCQs are independent and half nested",
-    "manifest": "manifest.json matches the data (format, counts, file hash, image set hash)",
+    "manifest": "manifest.json matches the data (format, counts, file hash, image set hash); "
+    "a rendered set has an image for every item, each recorded with the hash of the prompt it "
+    "was drawn for, still the item's",
 }
 
 
@@ -392,6 +395,39 @@ def check_manifest(
                     f"found {count}, or their hash differs); render again",
                 )
             )
+        out += check_image_records(images, mcqs, directory)
+    return out
+
+
+def check_image_records(
+    images: dict[str, Any], mcqs: Sequence[MCQ], directory: Path
+) -> list[Violation]:
+    """The images section against the data: every item has an image, and each image's record
+    holds the hash of what it was drawn for, still the item's (one violation per problem kind,
+    with the count and the first item; the set hash covers the files themselves)."""
+    items = [(item, mcq) for mcq in mcqs for item in mcq.items]
+    records = images.get("items")
+    problems: dict[str, list[str]] = defaultdict(list)
+    for item, mcq in items:
+        if item.image is None:
+            problems["have no image (render failed or not run); render again"].append(item.id)
+            continue
+        if not isinstance(records, dict):
+            continue
+        record = records.get(item.id)
+        if not isinstance(record, dict):
+            problems["have no record in the images section; render again"].append(item.id)
+        elif record.get("prompt_sha256") != drawn_for_sha256(item, mcq):
+            problems[
+                "were drawn for other data (prompt hash differs); render again to redraw them"
+            ].append(item.id)
+    out = [
+        Violation("manifest", ids[0], f"{len(ids)} of {len(items)} items {what}")
+        for what, ids in problems.items()
+    ]
+    if not isinstance(records, dict) and any(item.image for item, _ in items):
+        message = "the images section records no per-image hashes (an older render); render again"
+        out.append(Violation("manifest", "manifest.json", message))
     return out
 
 

@@ -13,6 +13,7 @@ import importlib
 import os
 import pkgutil
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -99,6 +100,16 @@ class Dataset:
     payload: Any
     subsets: tuple[str, ...] = ("default",)
     has_images: bool = False
+    images_sha256: Callable[[], str] | None = None  # digest of the image files, computed lazily
+
+    def identity(self, pairing: str) -> str:
+        """The data hash a result on ``pairing`` depends on: for an image pairing of data whose
+        images are its own files, the text data and the image files together."""
+        if self.images_sha256 is None or "image" not in PAIRINGS[pairing]:
+            return self.sha256
+        import hashlib
+
+        return hashlib.sha256(f"{self.sha256}\n{self.images_sha256()}".encode()).hexdigest()
 
 
 @dataclass

@@ -67,7 +67,12 @@ class SaberTask(Task):
         has_images = all(item.image is not None for m in saber.mcqs for item in m.items)
         name = Path(data).resolve().name or "saber"
         return Dataset(
-            name, sha256_file(saber_file(data)), str(Path(data)), saber, has_images=has_images
+            name,
+            sha256_file(saber_file(data)),
+            str(Path(data)),
+            saber,
+            has_images=has_images,
+            images_sha256=_images_digest(saber),
         )
 
     def evaluate(
@@ -97,6 +102,20 @@ class SaberTask(Task):
         for data_name, group in group_by_data(records):
             tables += _saber_tables(data_name, group)
         return tables
+
+
+def _images_digest(saber: SaberSet) -> Any:
+    """The image files' digest, read from the files (not the manifest) once, when first asked:
+    an image redrawn or replaced since the last run changes the image pairings' identity."""
+    from functools import cache
+
+    from bindkit.saber.io import image_set_sha256
+
+    @cache
+    def digest() -> str:
+        return image_set_sha256(saber.directory, saber.mcqs)[1]
+
+    return digest
 
 
 def _inputs(saber: SaberSet, items: list[Item], modality: str) -> list[Any]:
