@@ -5,7 +5,7 @@ data identity of image pairings includes the files, and --redo draws a new varia
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -129,3 +129,57 @@ def test_eval_recomputes_image_pairings_when_an_image_changes(
     again = evaluate([embedder], data=rendered, out=out, report=False, verbose=False)
     recomputed = {r["pairing"] for r, old in zip(again, first, strict=True) if r != old}
     assert recomputed == {"ti", "it", "ii"}  # tt does not depend on the images
+
+
+@dataclass(frozen=True)
+class _FailsSome(ProceduralBackend):
+    """Gives up on the first MCQ's items, like an API backend that exhausts its retries."""
+
+    fail: str = "n02-ind-0000"
+
+    def render(self, item, mcq, variant=0):  # type: ignore[no-untyped-def]
+        from bindkit.errors import BindkitError
+
+        if mcq.id == self.fail:
+            raise BindkitError(f"{item.id}: gave up")
+        return super().render(item, mcq, variant)
+
+
+def test_a_partly_rendered_set_stops_image_pairings_or_marks_them_partial(tmp_path: Path) -> None:
+    from bindkit.errors import BindkitError
+
+    directory = tmp_path / "saber"
+    generate_saber(directory, seed=2, per_n=2, n_max=3, vocab="shapes")
+    summary = render_saber(directory, _FailsSome(size=64), progress=False)
+    failed = len(summary.failed)
+    assert 0 < failed < summary.items
+    out = tmp_path / "results"
+    with pytest.raises(BindkitError, match=r"saber: 4 of 16 images missing \(first: "):
+        evaluate([TableEmbedder()], data=directory, out=out, verbose=False)
+    records = evaluate(
+        [TableEmbedder()], data=directory, out=out, verbose=False, allow_missing_images=True
+    )
+    by = {r["pairing"]: r for r in records}
+    assert set(by) == {"tt", "ti", "it", "ii"}
+    assert by["tt"]["partial"] is False and "missing_images" not in by["tt"]["counts"]
+    for pairing in ("ti", "it", "ii"):
+        record = by[pairing]
+        assert record["partial"] is True and record["counts"]["missing_images"] > 0
+        assert record["counts"]["mcqs"] < record["counts"]["mcqs_total"]
+    report = (out / "report.md").read_text()
+    assert "## Partial results (†: scored without missing images)" in report
+    assert " †" in report.split("## Partial results")[0]  # the overview marks the cells
+
+
+def test_every_image_missing_is_a_failure_not_an_empty_success(tmp_path: Path) -> None:
+    from bindkit.cli import main
+
+    data = tmp_path / "winoground"
+    data.mkdir()
+    row = {"id": 0, "caption_0": "a", "caption_1": "b", "image_0": "x", "image_1": "y", "tag": "t"}
+    (data / "examples.jsonl").write_text(json.dumps(row) + "\n")
+    argv = ["eval", "--model", "builtin:tiny-clip", "--task", "winoground", "--data", str(data)]
+    argv += ["--out", str(tmp_path / "r"), "--no-cache", "-q"]
+    assert main(argv) == 2
+    assert main([*argv, "--allow-missing-images"]) == 2
+    assert not list((tmp_path / "r").rglob("it.json"))

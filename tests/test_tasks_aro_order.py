@@ -321,7 +321,13 @@ def test_coco_order_known_answer_missing_images_and_seed(tmp_path: Path, nlp_too
     }
     embedder = TableEmbedder(vectors)
     records = evaluate(
-        [embedder], task="aro", data=data, out=tmp_path / "r", cache=False, verbose=False
+        [embedder],
+        task="aro",
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+        allow_missing_images=True,
     )
     (record,) = records
     assert record["subset"] == "coco_order" and record["pairing"] == "it"
@@ -343,26 +349,34 @@ def test_coco_order_known_answer_missing_images_and_seed(tmp_path: Path, nlp_too
     assert options != ARO().caption_options(dataset.payload, "coco_order")
     embedder.calls.clear()
     (again,) = evaluate(
-        [embedder], task=task, data=data, out=tmp_path / "r", cache=False, verbose=False
+        [embedder],
+        task=task,
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+        allow_missing_images=True,
     )
     assert again["options"]["order_seed"] == 5  # another seed is another result
     distinct = len({t for item in options[:3] for t in item})
     assert ("image", 2, None) in embedder.calls and ("text", distinct, None) in embedder.calls
 
 
-def test_missing_images_are_reported_not_fatal(
+def test_missing_images_stop_the_run_and_nothing_to_score_fails(
     tmp_path: Path, nlp_tools: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "flickr"
     data.mkdir()
     items = [{"image": "flickr30k-images/1.jpg", "caption": CAPTIONS[:2]}]
     (data / "flickr30k_test.json").write_text(json.dumps(items))
-    records = evaluate(
-        [TableEmbedder()], task="aro", data=data, out=tmp_path / "r", cache=False, verbose=False
-    )
-    assert records == []
-    err = capsys.readouterr().err
-    assert "aro flickr30k_order: 1 of 1 images missing" in err and "flickr30k-images/1.jpg" in err
+    run = {"task": "aro", "data": data, "out": tmp_path / "r", "cache": False, "verbose": False}
+    with pytest.raises(BindkitError, match="aro flickr30k_order: 1 of 1 images missing") as exc:
+        evaluate([TableEmbedder()], **run)
+    assert "flickr30k-images/1.jpg" in str(exc.value) and "--allow-missing-images" in str(exc.value)
+    with pytest.raises(BindkitError, match="nothing to score"):
+        evaluate([TableEmbedder()], **run, allow_missing_images=True)
+    assert not list((tmp_path / "r").rglob("it.json"))
+    assert "1 of 1 images missing" in capsys.readouterr().err
     _image(data / "flickr30k-images" / "1.jpg")
     (record,) = evaluate(
         [TableEmbedder()], task="aro", data=data, out=tmp_path / "r", cache=False, verbose=False
@@ -435,6 +449,7 @@ def test_task_options_from_the_cli(
 
     data = _coco(tmp_path / "aro")
     argv = ["eval", "--model", "builtin:tiny-clip", "--task", "aro", "--data", str(data), "-q"]
+    argv.append("--allow-missing-images")  # the fixture lacks one image
     seeds = {}
     for seed in ("1", "2"):
         out = tmp_path / f"r{seed}"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from _fakes import TableEmbedder
-from bindkit.errors import DataFormatError
+from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
 from bindkit.tasks._pairs import score_pairs
 
@@ -67,9 +67,18 @@ def test_winoground_fixture_with_a_missing_image(
             "ex_0_img_1.png": E[1],
         }
     )
+    with pytest.raises(BindkitError, match="winoground: 1 of 4 images missing"):
+        evaluate([model], task="winoground", data=data, out=tmp_path / "r", verbose=False)
     (record,) = evaluate(
-        [model], task="winoground", data=data, out=tmp_path / "r", cache=False, verbose=False
+        [model],
+        task="winoground",
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+        allow_missing_images=True,
     )
+    assert record["partial"] is True
     assert record["scores"]["group_score"] == 1.0 and record["scores"]["text_score"] == 1.0
     assert record["scores"]["group_score_by_tag"] == {"Object": 1.0}
     assert record["counts"] == {"items": 1, "missing_images": 1, "items_total": 2}

@@ -123,13 +123,22 @@ def test_missing_revisited_files_are_named(
         )
     with (tmp_path / "gnd_rparis6k.pkl").open("wb") as handle:
         pickle.dump({"imlist": ["x"], "qimlist": ["q"], "gnd": [{"bbx": [0, 0, 1, 1]}]}, handle)
-    assert (
+    from bindkit.errors import BindkitError
+
+    with pytest.raises(BindkitError, match="rparis6k: 2 of 2 images missing"):
         evaluate(
             [ColourEmbedder()], task="rparis6k", data=tmp_path, out=tmp_path / "r", verbose=False
         )
-        == []
-    )
-    assert "rparis6k: 2 of 2 images missing" in capsys.readouterr().err
+    with pytest.raises(BindkitError, match="nothing to score"):  # mAP needs every image
+        evaluate(
+            [ColourEmbedder()],
+            task="rparis6k",
+            data=tmp_path,
+            out=tmp_path / "r",
+            verbose=False,
+            allow_missing_images=True,
+        )
+    assert "mAP needs every image" in capsys.readouterr().err
 
 
 class ColourEmbedder(TableEmbedder):

@@ -19,8 +19,8 @@ from typing import Any
 
 from bindkit._io import atomic_write_text
 from bindkit.errors import BindkitError
-from bindkit.results.store import collect, data_key
-from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, label, pct
+from bindkit.results.store import collect, data_key, is_partial
+from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 
 FORMATS = (".md", ".html", ".csv", ".tex")
 __all__ = ["Table", "build_tables", "group_by_data", "pct", "write_report"]
@@ -103,10 +103,33 @@ def _subset_order(task: str, records: list[dict[str, Any]]) -> list[str]:
     return [s for s in declared if s in present] + [s for s in present if s not in declared]
 
 
+PARTIAL_MARK = " †"  # a score computed without some of the benchmark's images
+
+
+def partial_results(records: list[dict[str, Any]]) -> Table | None:
+    """Every partial result with its counts; None when there is none."""
+    labels = data_labels(records)
+    rows = []
+    for r in records:
+        if is_partial(r):
+            counts = as_dict(r.get("counts"))
+            rows.append(
+                [label(r), r["task"], labels[_data_id(r)], _subset(r), r["pairing"]]
+                + [str(counts.get(k, "?")) for k in ("missing_images", "scored")]
+            )
+    if not rows:
+        return None
+    columns = ["model", "task", "data", "subset", "pairing", "missing images", "scored"]
+    return Table(
+        f"Partial results ({PARTIAL_MARK.strip()}: scored without missing images)", columns, rows
+    )
+
+
 def overview(records: list[dict[str, Any]]) -> Table:
     """Models × (benchmark, data, pairing): the main score, averaged over present subsets."""
     labels = data_labels(records)
     cells: dict[tuple[str, str], list[float]] = defaultdict(list)
+    partial: set[tuple[str, str]] = set()
     columns: dict[str, None] = {}
     order = {p: i for i, p in enumerate(PAIRING_ORDER)}
     for r in sorted(
@@ -120,11 +143,16 @@ def overview(records: list[dict[str, Any]]) -> Table:
         column = f"{r['task']} {labels[_data_id(r)]} {pairing} {name}"
         columns[column] = None
         cells[(label(r), column)].append(value)
+        if is_partial(r):
+            partial.add((label(r), column))
     models = list(dict.fromkeys(label(r) for r in records))
     rows = [
         [m]
         + [
-            pct(sum(cells[(m, c)]) / len(cells[(m, c)])) if cells.get((m, c)) else "–"
+            pct(sum(cells[(m, c)]) / len(cells[(m, c)]))
+            + (PARTIAL_MARK if (m, c) in partial else "")
+            if cells.get((m, c))
+            else "–"
             for c in columns
         ]
         for m in models
@@ -142,8 +170,11 @@ def per_subset(task: str, records: list[dict[str, Any]]) -> list[Table]:
     tables = []
     for data_label, group in group_by_data(records):
         cell: dict[tuple[str, str, str], dict[str, Any]] = {}
+        partial = set()
         for r in group:
             cell[(label(r), r["pairing"], _subset(r))] = r["scores"]
+            if is_partial(r):
+                partial.add((label(r), r["pairing"], _subset(r)))
         names = _score_names(task)
         rows = []
         for model in dict.fromkeys(label(r) for r in group):
@@ -154,10 +185,16 @@ def per_subset(task: str, records: list[dict[str, Any]]) -> list[Table]:
                     if not numbers:
                         continue
                     mean = pct(sum(numbers) / len(numbers)) if len(numbers) == len(subsets) else "–"
+                    marks = [
+                        PARTIAL_MARK if (model, pairing, s) in partial else "" for s in subsets
+                    ]
                     rows.append(
                         [model, PAIRING_NAMES.get(pairing, pairing), name]
-                        + [pct(v) for v in values]
-                        + [mean]
+                        + [
+                            pct(v) + mark if v is not None else pct(v)
+                            for v, mark in zip(values, marks, strict=True)
+                        ]
+                        + [mean + (PARTIAL_MARK if any(marks) and mean != "–" else "")]
                     )
         tables.append(
             Table(
@@ -204,6 +241,9 @@ def build_tables(
                 warn(f"warning: results of unknown task {task!r}: only in the overview")
             continue
         tables += cls().tables(group)
+    marked = partial_results(records)
+    if marked is not None:
+        tables.append(marked)
     tables.append(sources(records))
     return tables
 

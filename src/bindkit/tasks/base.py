@@ -119,6 +119,7 @@ class EvalContext:
     query_instruction: str | None = None  # the user's override (None: the task's default)
     image_root: Path | None = None
     warn: Any = None  # callable(str) for notes such as missing images
+    allow_missing_images: bool = False  # score the rest (a partial result) instead of stopping
 
     def note(self, message: str) -> None:
         if self.warn is not None:
