@@ -124,6 +124,8 @@ def test_colorswap_parquet_fixture(tmp_path: Path) -> None:
         },
     ]
     _parquet(tmp_path / "colorswap" / "data" / "test-00000-of-00001.parquet", rows)
+    train = [{**rows[1], "id": 7}] * 3  # another split beside it: never mixed into test
+    _parquet(tmp_path / "colorswap" / "data" / "train-00000-of-00001.parquet", train)
     model = TableEmbedder(
         {
             "rgb255-0-0": E[0],
@@ -145,8 +147,36 @@ def test_colorswap_parquet_fixture(tmp_path: Path) -> None:
         verbose=False,
     )
     # item 1: both images identical -> the image score ties (wrong), text score also fails for c1
+    assert record["subset"] == "test"
     assert record["scores"] == {"text_score": 0.5, "image_score": 0.5, "group_score": 0.5}
     assert record["counts"] == {"items": 2}
+    (other,) = evaluate(
+        [model],
+        task="colorswap",
+        data=tmp_path / "colorswap",
+        subsets="train",
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+    )
+    assert other["subset"] == "train" and other["counts"] == {"items": 3}
+
+
+def test_parquet_splits_by_file_name_and_by_the_hub_convert_layout(tmp_path: Path) -> None:
+    from bindkit.tasks._parquet_pairs import parquet_splits
+
+    for name in ("data/test-00000-of-00002.parquet", "data/test-00001-of-00002.parquet"):
+        (tmp_path / "a" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "a" / name).touch()
+    (tmp_path / "a" / "data" / "train-00000-of-00001.parquet").touch()
+    assert {k: len(v) for k, v in parquet_splits(tmp_path / "a", "x").items()} == {
+        "test": 2,
+        "train": 1,
+    }
+    for split in ("train", "test"):  # refs/convert/parquet: <config>/<split>/0000.parquet
+        (tmp_path / "b" / "default" / split).mkdir(parents=True)
+        (tmp_path / "b" / "default" / split / "0000.parquet").touch()
+    assert list(parquet_splits(tmp_path / "b", "x")) == ["test", "train"]
 
 
 def test_bivlc_parquet_fixture_and_missing_column(tmp_path: Path) -> None:

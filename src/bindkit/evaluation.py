@@ -215,7 +215,7 @@ def _one_model(
 def _subsets(value: str | Sequence[str] | None, task: Task, dataset: Dataset) -> list[str]:
     available = dataset.subsets
     if value is None:
-        return list(available)
+        return list(task.default_subsets(dataset))
     items = value.split(",") if isinstance(value, str) else list(value)
     items = [s.strip() for s in items if s.strip()]
     if not items:

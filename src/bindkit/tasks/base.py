@@ -153,6 +153,11 @@ class Task(ABC):
                 out.append(pairing)
         return out
 
+    def default_subsets(self, dataset: Dataset) -> tuple[str, ...]:
+        """The subsets scored when ``--subsets`` is not given: all of the data's, unless the
+        benchmark scores one split of several (e.g. ColorSwap's test split)."""
+        return dataset.subsets
+
     def missing_subset(self, subset: str, dataset: Dataset) -> str | None:
         """Why one of this task's declared subsets is absent from ``dataset`` (its expected file
         and where it is published), for the one-line error of ``--subsets``; None: no hint."""
