@@ -123,8 +123,8 @@ class AROData:
     order: dict[str, list[tuple[str, list[str]]]]  # subset -> (image, captions) per item
     folder: Path
     image_root: Path | None  # --image-root, if given
-    # caption options by (subset, seed), built once and shared by every model
-    options: dict[tuple[str, int], list[tuple[str, ...]]] = field(default_factory=dict)
+    # caption options by (subset, seed, sentence split), built once and shared by every model
+    options: dict[tuple[str, int, bool], list[tuple[str, ...]]] = field(default_factory=dict)
 
 
 class ARO(Task):
@@ -232,7 +232,8 @@ class ARO(Task):
 
     def caption_options(self, data: AROData, subset: str) -> list[tuple[str, ...]]:
         """Every caption's five options for this task's seed, built once per dataset."""
-        key = (subset, self.order_seed)
+        split = order.sentence_split_available()
+        key = (subset, self.order_seed, split)
         if key not in data.options:
             captions = [c for _, caps in data.order[subset] for c in caps]
             bar = progress(len(captions), f"aro {subset} shuffles", unit="caption")
@@ -240,7 +241,7 @@ class ARO(Task):
                 captions,
                 self.order_seed,
                 order.spacy_tag,
-                order.nltk_tokenize,
+                lambda caption: order.nltk_tokenize(caption, split),
                 on_caption=lambda: bar.update(1),
             )
             bar.close()
@@ -265,8 +266,14 @@ class ARO(Task):
         keep = [i for i, image in enumerate(item_image) if image in where]
         if not keep:
             return None
-        texts = list(dict.fromkeys(text for i in keep for text in options[i]))
-        text_at = {t: i for i, t in enumerate(texts)}
+        # one text per token sequence: options that tokenise alike tie exactly, as in the original
+        first: dict[tuple[str, ...], str] = {}
+        for i in keep:
+            for text in options[i]:
+                first.setdefault(order.token_key(text), text)
+        texts = list(first.values())
+        at_key = {key: i for i, key in enumerate(first)}
+        text_at = {t: at_key[order.token_key(t)] for i in keep for t in options[i]}
         image_vectors = embedder.embed_images(
             _images.refs(found, root), role="query", instruction=self.query_instruction(subset, ctx)
         )
