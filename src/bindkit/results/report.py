@@ -125,8 +125,15 @@ def partial_results(records: list[dict[str, Any]]) -> Table | None:
     )
 
 
+def _averaged(task: str) -> bool:
+    meta = _meta(task)
+    return meta is not None and meta.averaged
+
+
 def overview(records: list[dict[str, Any]]) -> Table:
-    """Models × (benchmark, data, pairing): the main score, averaged over present subsets."""
+    """Models × (benchmark, data, [subset,] pairing): the main score; a benchmark that reports
+    the mean over its subsets (``TaskMetadata.averaged``) gets that mean, any other one column
+    per subset, so unrelated subsets are never averaged."""
     labels = data_labels(records)
     cells: dict[tuple[str, str], list[float]] = defaultdict(list)
     partial: set[tuple[str, str]] = set()
@@ -140,7 +147,10 @@ def overview(records: list[dict[str, Any]]) -> Table:
             continue
         name, value = hit
         pairing = PAIRING_NAMES.get(r["pairing"], r["pairing"])
-        column = f"{r['task']} {labels[_data_id(r)]} {pairing} {name}"
+        where = labels[_data_id(r)]
+        if not _averaged(r["task"]) and _subset(r) != "default":
+            where = f"{where} {_subset(r)}"
+        column = f"{r['task']} {where} {pairing} {name}"
         columns[column] = None
         cells[(label(r), column)].append(value)
         if is_partial(r):
@@ -157,16 +167,18 @@ def overview(records: list[dict[str, Any]]) -> Table:
         ]
         for m in models
     ]
-    return Table(
-        "Overview: main score per benchmark, mean over subsets (%)", ["model", *columns], rows
-    )
+    title = "Overview: main score per benchmark (%; a mean over subsets only where it has one)"
+    return Table(title, ["model", *columns], rows)
 
 
 def per_subset(task: str, records: list[dict[str, Any]]) -> list[Table]:
-    """For a task with several subsets: model × pairing × score rows, one column per subset."""
+    """Every declared score of a task (main and further official scores): model × pairing ×
+    score rows, one column per subset (and their mean, when the benchmark reports one)."""
     subsets = _subset_order(task, records)
-    if len(subsets) < 2:
+    names = _score_names(task)
+    if len(subsets) < 2 and len(names) < 2:
         return []
+    show_mean = len(subsets) > 1 and _averaged(task)
     tables = []
     for data_label, group in group_by_data(records):
         cell: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -175,7 +187,6 @@ def per_subset(task: str, records: list[dict[str, Any]]) -> list[Table]:
             cell[(label(r), r["pairing"], _subset(r))] = r["scores"]
             if is_partial(r):
                 partial.add((label(r), r["pairing"], _subset(r)))
-        names = _score_names(task)
         rows = []
         for model in dict.fromkeys(label(r) for r in group):
             for pairing in [p for p in PAIRING_ORDER if any(k[1] == p for k in cell)]:
@@ -184,25 +195,22 @@ def per_subset(task: str, records: list[dict[str, Any]]) -> list[Table]:
                     numbers = [v for v in map(_number, values) if v is not None]
                     if not numbers:
                         continue
-                    mean = pct(sum(numbers) / len(numbers)) if len(numbers) == len(subsets) else "–"
                     marks = [
                         PARTIAL_MARK if (model, pairing, s) in partial else "" for s in subsets
                     ]
-                    rows.append(
-                        [model, PAIRING_NAMES.get(pairing, pairing), name]
-                        + [
-                            pct(v) + mark if v is not None else pct(v)
-                            for v, mark in zip(values, marks, strict=True)
-                        ]
-                        + [mean + (PARTIAL_MARK if any(marks) and mean != "–" else "")]
-                    )
-        tables.append(
-            Table(
-                f"{task} ({data_label}) per subset (%)",
-                ["model", "pairing", "score", *subsets, "mean"],
-                rows,
-            )
-        )
+                    row = [model, PAIRING_NAMES.get(pairing, pairing), name]
+                    row += [
+                        pct(v) + mark if _number(v) is not None else pct(v)
+                        for v, mark in zip(values, marks, strict=True)
+                    ]
+                    if show_mean:
+                        complete = len(numbers) == len(subsets)
+                        mean = pct(sum(numbers) / len(numbers)) if complete else "–"
+                        row.append(mean + (PARTIAL_MARK if any(marks) and complete else ""))
+                    rows.append(row)
+        what = "per subset" if len(subsets) > 1 else "scores"
+        columns = ["model", "pairing", "score", *subsets] + (["mean"] if show_mean else [])
+        tables.append(Table(f"{task} ({data_label}) {what} (%)", columns, rows))
     return tables
 
 

@@ -15,7 +15,14 @@ from typing import Any, ClassVar
 from bindkit._io import sha256_file
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.tasks._pairs import PairItem, decode_image, evaluate_pairs, read_parquet_rows
+from bindkit.results.tables import Table
+from bindkit.tasks._pairs import (
+    PairItem,
+    decode_image,
+    evaluate_pairs,
+    read_parquet_rows,
+    tag_tables,
+)
 from bindkit.tasks.base import Dataset, EvalContext, Task
 
 SPLIT_NAMES = ("train", "validation", "valid", "val", "test")
@@ -105,3 +112,7 @@ class ParquetPairsTask(Task):
         where = f"{dataset.source} ({subset})"
         images = (images_of(items, 0, where), images_of(items, 1, where))
         return evaluate_pairs(embedder, items, images, self.query_instruction(subset, ctx), None)
+
+    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
+        """Text (I2T), image (T2I) and group scores per type, where the data has types."""
+        return tag_tables(self.metadata.name, "type", records)

@@ -33,6 +33,7 @@ from bindkit._progress import progress
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.pairwise import beats, rowdot
+from bindkit.results.tables import Table, as_dict, label, pct
 from bindkit.tasks import _aro_order as order
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
@@ -133,6 +134,7 @@ class ARO(Task):
         description="ARO: VG-Relation / VG-Attribution (true vs swapped caption for a cropped "
         "image) and COCO / Flickr30k-Order (caption vs four word-order shuffles)",
         main_score="accuracy",
+        scores=("accuracy_micro",),
         reference="Yuksekgonul et al., ICLR 2023; github.com/mertyg/vision-language-models-are-bows"
         " (dataset_zoo/aro_datasets.py, dataset_zoo/perturbations.py)",
         subsets=tuple(FILES),
@@ -229,6 +231,25 @@ class ARO(Task):
             "groups_averaged": len(per_group),
         }
         return {"scores": scores, "counts": counts}
+
+    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
+        """VG-Relation's per-relation and VG-Attribution's per-attribute-pair accuracy: the
+        groups the macro score averages (rows), one column per model."""
+        from bindkit.results.report import group_by_data
+
+        tables = []
+        for data_name, group in group_by_data(records):
+            for subset in VG_FILES:
+                found = [r for r in group if r.get("subset") == subset]
+                per = {label(r): as_dict(r["scores"].get("accuracy_by")) for r in found}
+                names = sorted({g for values in per.values() for g in values})
+                if not names:
+                    continue
+                rows = [[g, *(pct(per[m].get(g)) for m in per)] for g in names]
+                what = "relation" if subset == "vg_relation" else "attribute pair"
+                title = f"aro ({data_name}) {subset} accuracy per {what} (%)"
+                tables.append(Table(title, [what, *per], rows))
+        return tables
 
     def caption_options(self, data: AROData, subset: str) -> list[tuple[str, ...]]:
         """Every caption's five options for this task's seed, built once per dataset."""

@@ -60,7 +60,10 @@ class TaskMetadata:
         data_dir: Folder name under ``$BINDKIT_DATA`` when ``--data`` is not given.
         data_help: What ``--data`` should point to.
         version: Bump when a metric's definition changes: stored results are then recomputed.
-        scores: Further scores shown beside the main score in the headline.
+        scores: The benchmark's further official scores, shown beside the main score in the
+            headline and in the per-benchmark table.
+        averaged: The benchmark reports the mean over its subsets (MMEB's overall score): the
+            overview shows that mean; otherwise it shows each subset in its own column.
     """
 
     name: str
@@ -79,6 +82,7 @@ class TaskMetadata:
     data_help: str = ""
     version: int = 1
     scores: tuple[str, ...] = field(default=())
+    averaged: bool = False
 
     def __post_init__(self) -> None:
         if self.ties not in ("wrong", "correct", "share"):

@@ -117,6 +117,7 @@ class MMEB(Task):
         name="mmeb",
         description="MMEB v1: Hit@1 on 36 subsets (classification, VQA, retrieval, grounding)",
         main_score="hit_at_1",
+        averaged=True,
         reference="Jiang et al., ICLR 2025 (VLM2Vec); github.com/TIGER-AI-Lab/VLM2Vec eval.py",
         subsets=SUBSETS,
         modalities=("text", "image"),

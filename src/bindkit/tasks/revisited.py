@@ -1,7 +1,7 @@
 """Revisited Oxford and Paris (Radenović et al., CVPR 2018; filipradenovic/revisitop): 70 query
-images, cropped to their bounding boxes, retrieve landmark photos from 4,993 / 6,322. mAP under
-the Easy, Medium and Hard protocols with junk images removed from the ranking
-(:mod:`bindkit.metrics.instance`).
+images, cropped to their bounding boxes, retrieve landmark photos from 4,993 / 6,322. mAP and
+mP@1/5/10 under the Easy, Medium and Hard protocols with junk images removed from the ranking
+(:mod:`bindkit.metrics.instance`), as revisitop's example_evaluate.py reports them.
 
 Files as published: ``<data>/gnd_roxford5k.pkl`` (or ``.mat``) with ``imlist``, ``qimlist`` and
 ``gnd`` (per query ``bbx``, ``easy``, ``hard``, ``junk``), and ``<data>/jpg/<name>.jpg``.
@@ -20,7 +20,7 @@ from bindkit._io import sha256_file
 from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.metrics.instance import revisited_maps
+from bindkit.metrics.instance import KAPPAS, revisited_maps
 from bindkit.tasks import _images
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
@@ -100,7 +100,11 @@ def _meta(name: str, city: str) -> TaskMetadata:
         name=name,
         description=f"Revisited {city}: instance retrieval mAP, Easy/Medium/Hard, query crops",
         main_score="map_medium",
-        scores=("map_easy", "map_hard"),
+        scores=(
+            "map_easy",
+            "map_hard",
+            *(f"mp_at_{k}_{s}" for s in ("easy", "medium", "hard") for k in KAPPAS),
+        ),
         reference="Radenović et al., CVPR 2018; github.com/filipradenovic/revisitop",
         modalities=("image",),
         pairings=("ii",),
