@@ -188,3 +188,29 @@ def test_revisited_reports_mp_at_k_for_every_protocol(tmp_path: Path) -> None:
     assert record["scores"]["mp_at_5_medium"] == 1.0
     report = (tmp_path / "r" / "report.md").read_text()
     assert "| fake:table | I→I | mp_at_10_hard | 100.0 |" in report
+
+
+def test_revisited_names_the_pickle_when_given_the_matlab_file(tmp_path: Path) -> None:
+    from bindkit.errors import DataFormatError
+
+    (tmp_path / "gnd_roxford5k.mat").write_bytes(b"MATLAB 5.0 MAT-file")
+    for data in (tmp_path, tmp_path / "gnd_roxford5k.mat"):
+        with pytest.raises(DataFormatError, match=r"MATLAB ground truth is not read; pass gnd_"):
+            evaluate([TableEmbedder()], task="roxford5k", data=data, out=tmp_path / "r")
+
+
+def test_mmeb_finds_the_hub_convert_layout(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    data = tmp_path / "MMEB-eval"
+    (data / "eval_images").mkdir(parents=True)
+    row = {"qry_text": "a dog", "qry_img_path": "", "tgt_text": ["dog", "cat"]}
+    row["tgt_img_path"] = ["", ""]
+    for subset in ("ImageNet-1K", "MSCOCO_t2i"):
+        file = data / subset / "test" / "0000.parquet"  # refs/convert/parquet
+        file.parent.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist([row]), file)
+    model = TableEmbedder({"a dog": E[0], "dog": E[0], "cat": E[1]})
+    records = evaluate([model], task="mmeb", data=data, out=tmp_path / "r", verbose=False)
+    assert [r["subset"] for r in records] == ["ImageNet-1K", "MSCOCO_t2i"]
+    assert all(r["scores"]["hit_at_1"] == 1.0 for r in records)

@@ -3,9 +3,10 @@ images, cropped to their bounding boxes, retrieve landmark photos from 4,993 / 6
 mP@1/5/10 under the Easy, Medium and Hard protocols with junk images removed from the ranking
 (:mod:`bindkit.metrics.instance`), as revisitop's example_evaluate.py reports them.
 
-Files as published: ``<data>/gnd_roxford5k.pkl`` (or ``.mat``) with ``imlist``, ``qimlist`` and
-``gnd`` (per query ``bbx``, ``easy``, ``hard``, ``junk``), and ``<data>/jpg/<name>.jpg``.
-The ``.pkl`` is a Python pickle: load only files you downloaded from the publisher.
+Files as published: ``<data>/gnd_roxford5k.pkl`` (revisitop's Python ground truth; its MATLAB
+``.mat`` copy is not read) with ``imlist``, ``qimlist`` and ``gnd`` (per query ``bbx``,
+``easy``, ``hard``, ``junk``), and ``<data>/jpg/<name>.jpg``. The ``.pkl`` is a Python pickle:
+load only files you downloaded from the publisher.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ PUBLISHED = "http://cmp.felk.cvut.cz/revisitop/ (gnd_*.pkl and the jpg/ folder)"
 
 def read_gnd(path: Path) -> dict[str, Any]:
     """The ground-truth file as a dict with ``imlist``, ``qimlist`` and ``gnd``."""
+    mat = path.with_suffix(".mat")
+    if path.suffix == ".mat" or (not path.is_file() and mat.is_file()):
+        raise DataFormatError(
+            f"{mat}: MATLAB ground truth is not read; pass {path.with_suffix('.pkl').name}, "
+            f"revisitop's Python copy (published at {PUBLISHED})"
+        )
     if not path.is_file():
         raise DataFormatError(f"{path}: not found; it is published at {PUBLISHED}")
     try:
