@@ -214,3 +214,51 @@ def test_mmeb_finds_the_hub_convert_layout(tmp_path: Path) -> None:
     records = evaluate([model], task="mmeb", data=data, out=tmp_path / "r", verbose=False)
     assert [r["subset"] for r in records] == ["ImageNet-1K", "MSCOCO_t2i"]
     assert all(r["scores"]["hit_at_1"] == 1.0 for r in records)
+
+
+def _rotated_jpeg(path: Path) -> None:
+    """Stored pixels: red top half, blue bottom half; EXIF Orientation 6 (shown rotated 90° to
+    the right, which puts the blue bottom-left corner at the top left)."""
+    pil = pytest.importorskip("PIL.Image")
+    image = pil.new("RGB", (20, 20), (0, 0, 255))
+    image.paste((255, 0, 0), (0, 0, 20, 10))
+    exif = pil.Exif()
+    exif[0x0112] = 6
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="JPEG", exif=exif.tobytes(), quality=100)
+
+
+class _MeanColour(TableEmbedder):
+    """Images → their mean colour, so a test sees which pixels a crop kept."""
+
+    def embed_images(self, images, *, role="query", instruction=None):  # type: ignore[no-untyped-def]
+        from bindkit.embed.images import load_image
+
+        out = []
+        for image in images:
+            pil = image if hasattr(image, "getpixel") else load_image(image)
+            v = np.asarray(pil.convert("RGB"), np.float32).reshape(-1, 3).mean(axis=0) + 1.0
+            out.append(np.pad(v / np.linalg.norm(v), (0, 5)))
+        return np.stack(out).astype(np.float32)
+
+
+def test_aro_crops_the_stored_pixels_as_the_original(tmp_path: Path) -> None:
+    _rotated_jpeg(tmp_path / "images" / "1.jpg")
+    box = {"bbox_x": 0, "bbox_y": 0, "bbox_w": 10, "bbox_h": 10}  # red in the stored pixels
+    rows = [{"image_path": "1.jpg", **box, "true_caption": "red", "false_caption": "blue",
+             "relation_name": "on"}]  # fmt: skip
+    (tmp_path / "visual_genome_relation.json").write_text(json.dumps(rows))
+    model = _MeanColour({"red": np.pad([1.0, 0, 0], (0, 5)), "blue": np.pad([0, 0, 1.0], (0, 5))})
+    (record,) = evaluate(
+        [model], task="aro", data=tmp_path, out=tmp_path / "r", cache=False, verbose=False
+    )
+    assert record["scores"]["accuracy_micro"] == 1.0  # rotated first, the box would be blue
+
+
+def test_revisited_query_crop_uses_the_stored_pixels(tmp_path: Path) -> None:
+    from bindkit.tasks.revisited import _crop
+
+    _rotated_jpeg(tmp_path / "q.jpg")
+    crop = np.asarray(_crop(tmp_path / "q.jpg", [0, 0, 10, 10]), np.float32)
+    assert crop.shape == (10, 10, 3)
+    assert crop[..., 0].mean() > 200 and crop[..., 2].mean() < 50  # the stored red half

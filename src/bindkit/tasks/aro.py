@@ -199,11 +199,12 @@ class ARO(Task):
         rows = [r for r, ok in zip(rows, mask, strict=True) if ok]
         if not rows:
             return None
-        from bindkit.embed.images import load_image
+        from bindkit.embed.images import ImagePolicy, load_image
 
         assert root is not None
+        raw = ImagePolicy(exif=False)  # the original crops the stored pixels (no EXIF rotation)
         crops = [
-            load_image(root / r["image_path"]).crop(
+            load_image(root / r["image_path"], raw).crop(
                 (r["bbox_x"], r["bbox_y"], r["bbox_x"] + r["bbox_w"], r["bbox_y"] + r["bbox_h"])
             )
             for r in rows

@@ -95,11 +95,12 @@ class _Revisited(Task):
 
 
 def _crop(path: Path, bbx: Any) -> Any:
-    """The query image cropped to its box, as revisitop's examples do (PIL ``crop``)."""
-    from bindkit.embed.images import load_image
+    """The query image cropped to its box, as revisitop's examples do (PIL ``crop`` of the
+    stored pixels: the box is in their coordinates, so no EXIF rotation first)."""
+    from bindkit.embed.images import ImagePolicy, load_image
 
     box = tuple(float(v) for v in np.ravel(bbx)[:4])
-    return load_image(path).crop(box)
+    return load_image(path, ImagePolicy(exif=False)).crop(box)
 
 
 def _meta(name: str, city: str) -> TaskMetadata:
