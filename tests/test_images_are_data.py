@@ -183,3 +183,20 @@ def test_every_image_missing_is_a_failure_not_an_empty_success(tmp_path: Path) -
     assert main(argv) == 2
     assert main([*argv, "--allow-missing-images"]) == 2
     assert not list((tmp_path / "r").rglob("it.json"))
+
+
+def test_validate_reads_the_vocabulary_from_the_manifest(tmp_path: Path) -> None:
+    from bindkit.errors import VocabularyError
+
+    directory = tmp_path / "shapes"
+    generate_saber(directory, seed=1, per_n=2, n_max=3, vocab="shapes")
+    report = validate_saber(directory)  # no --vocab: the manifest's hash names "shapes"
+    assert report.ok, report.violations[:3]
+    manifest = _manifest(directory)
+    manifest["vocabulary"]["sha256"] = "f" * 64
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(
+        VocabularyError, match=r"not packaged \(sha256 ffffffffffff\); pass --vocab"
+    ):
+        validate_saber(directory)
+    assert validate_saber(directory, vocab="shapes").ok  # an explicit --vocab still rules

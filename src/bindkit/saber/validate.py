@@ -431,6 +431,28 @@ def check_image_records(
     return out
 
 
+def manifest_vocabulary(directory: Path) -> Vocabulary:
+    """The packaged vocabulary whose hash the manifest records (the default when there is no
+    manifest or it records none)."""
+    from bindkit.errors import VocabularyError
+    from bindkit.saber.vocab import NAMED_VOCABULARIES
+
+    default = load_vocabulary()
+    manifest = read_manifest(directory) or {}
+    recorded = manifest.get("vocabulary")
+    digest = recorded.get("sha256") if isinstance(recorded, dict) else None
+    if not isinstance(digest, str) or digest == default.sha256:
+        return default
+    for name in NAMED_VOCABULARIES:
+        named = load_vocabulary(name)
+        if named.sha256 == digest:
+            return named
+    raise VocabularyError(
+        f"{directory / 'manifest.json'}: the set was built from a vocabulary that is not "
+        f"packaged (sha256 {digest[:12]}); pass --vocab DIR with that vocabulary"
+    )
+
+
 def validate_saber(
     directory: str | Path, vocab: str | Path | Vocabulary | None = None
 ) -> ValidationReport:
@@ -439,17 +461,25 @@ def validate_saber(
     Args:
         directory: A directory holding ``saber.jsonl`` (and usually ``manifest.json``).
         vocab: The vocabulary the data claims to use: a directory, a loaded
-            :class:`Vocabulary`, or None for the packaged one.
+            :class:`Vocabulary`, or None for the one the manifest names (by its hash: the
+            packaged default or a packaged named one such as ``shapes``).
 
     Returns:
         A report whose ``violations`` list every problem found (empty when the data is valid).
 
     Raises:
         DataFormatError: ``saber.jsonl`` is missing or ``manifest.json`` is unreadable.
+        VocabularyError: no ``vocab`` given and the manifest names a vocabulary that is not
+            packaged (the message says to pass ``--vocab DIR``).
     """
     directory = Path(directory)
     path = saber_file(directory)
-    vocabulary = vocab if isinstance(vocab, Vocabulary) else load_vocabulary(vocab)
+    if isinstance(vocab, Vocabulary):
+        vocabulary = vocab
+    elif vocab is None:
+        vocabulary = manifest_vocabulary(directory)
+    else:
+        vocabulary = load_vocabulary(vocab)
     report = ValidationReport(directory)
     mcqs: list[MCQ] = []
     for lineno, obj, error in scan_lines(path):

@@ -13,11 +13,17 @@ functions it calls, without requiring torchvision:
 
 with ``interpolation`` ``bilinear`` or ``bicubic`` (``random`` means bicubic at eval time), then
 scale to [0, 1] and normalise with ``mean``/``std``.
+
+open_clip imports torchvision at import time, and torchvision's PyPI wheels do not import beside
+the CPU build of torch. Since bindkit calls no torchvision function, :func:`import_open_clip`
+lets open_clip import with stand-in torchvision modules when the real one cannot be imported
+(``pip install --no-deps open_clip_torch ftfy wcwidth`` is then a working install).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +37,78 @@ from bindkit.errors import BindkitError
 
 _CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 _CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+_TORCHVISION_MODULES = (
+    "torchvision",
+    "torchvision.io",
+    "torchvision.transforms",
+    "torchvision.transforms.functional",
+    "torchvision.ops",
+    "torchvision.ops.misc",
+)
+
+
+@contextlib.contextmanager
+def stand_in_torchvision() -> Iterator[None]:
+    """Stand-in torchvision modules while a package that imports torchvision is imported
+    (unless the real one imports); removed afterwards. Any attribute of them is an inert
+    class, so module-level ``from torchvision... import X`` lines succeed."""
+    import importlib
+    import importlib.machinery
+    import sys
+    import types
+
+    try:
+        importlib.import_module("torchvision")
+    except Exception:  # missing, or a wheel built for another torch (RuntimeError)
+        for name in [m for m in sys.modules if m.split(".")[0] == "torchvision"]:
+            sys.modules.pop(name)
+    else:
+        yield
+        return
+
+    class AnyAttribute(type):
+        def __getattr__(cls, attr: str) -> Any:
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            return cls
+
+    class Anything(metaclass=AnyAttribute):
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def anything(attr: str) -> type:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return Anything
+
+    for name in _TORCHVISION_MODULES:
+        module = types.ModuleType(name)
+        module.__getattr__ = anything  # type: ignore[method-assign]
+        module.__spec__ = importlib.machinery.ModuleSpec(name, None)
+        sys.modules[name] = module
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, module)
+    try:
+        yield
+    finally:
+        for name in _TORCHVISION_MODULES:
+            sys.modules.pop(name, None)
+
+
+def import_open_clip() -> Any:
+    """``open_clip``, importable without a working torchvision (see the module docstring)."""
+    try:
+        with stand_in_torchvision():
+            import open_clip
+    except ImportError as exc:
+        raise BindkitError(
+            "open_clip: models need open_clip_torch; pip install --no-deps "
+            "'open_clip_torch>=3.3,<4' ftfy wcwidth (or pip install 'bindkit[clip]' where "
+            "torchvision's wheels match your torch)"
+        ) from exc
+    return open_clip
 
 
 @dataclass(frozen=True)
@@ -139,12 +217,7 @@ class OpenClipEmbedder(TorchEmbedder):
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if model is None:
-            try:
-                import open_clip
-            except ImportError as exc:
-                raise BindkitError(
-                    "open_clip: models need open_clip_torch; pip install 'bindkit[clip]'"
-                ) from exc
+            open_clip = import_open_clip()
             try:
                 model = open_clip.create_model(arch, pretrained=self.pretrained, device=self.device)
             except RuntimeError as exc:
