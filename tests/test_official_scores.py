@@ -262,3 +262,38 @@ def test_revisited_query_crop_uses_the_stored_pixels(tmp_path: Path) -> None:
     crop = np.asarray(_crop(tmp_path / "q.jpg", [0, 0, 10, 10]), np.float32)
     assert crop.shape == (10, 10, 3)
     assert crop[..., 0].mean() > 200 and crop[..., 2].mean() < 50  # the stored red half
+
+
+def test_saber_plot_keeps_a_models_colour_and_gives_each_panel_a_legend() -> None:
+    pytest.importorskip("matplotlib")
+    from bindkit.results.report import by_n_figure
+
+    def record(model: str, pairing: str, created: str) -> dict:
+        return {
+            "task": "saber",
+            "model": {"spec": model},
+            "data": {"name": "s", "key": "s-1"},
+            "subset": "default",
+            "pairing": pairing,
+            "created": created,
+            "scores": {"mcq_accuracy_by_n": {"2": 0.5, "3": 0.4}},
+        }
+
+    # a text-only model first in the tt panel, absent from the image panels
+    records = [record("bow", "tt", "1"), record("clip", "tt", "2")]
+    records += [record("clip", p, "3") for p in ("ti", "it", "ii")]
+    fig = by_n_figure(records)
+    colours: dict[str, set] = {}
+    for ax in fig.axes:
+        assert ax.get_legend() is not None
+        shown = {t.get_text() for t in ax.get_legend().get_texts()}
+        lines = {
+            line.get_label(): line.get_color()
+            for line in ax.get_lines()
+            if line.get_label()[0] != "_"
+        }
+        assert shown == set(lines)
+        for model, colour in lines.items():
+            colours.setdefault(model, set()).add(str(colour))
+    assert all(len(c) == 1 for c in colours.values()), colours
+    assert colours["bow"] != colours["clip"]

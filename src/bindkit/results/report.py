@@ -377,10 +377,32 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, value)]
 
 
-def plot_by_n(records: list[dict[str, Any]], path: Path) -> Path | None:
-    """PNG of SABER MCQ accuracy vs N: one panel per pairing, one line per model."""
+def by_n_series(
+    records: list[dict[str, Any]],
+) -> dict[str, list[tuple[str, int, list[int], list[float]]]]:
+    """Per SABER pairing: (model, colour index, N values, MCQ accuracy %) per model. A model keeps
+    its colour index in every panel (models in order of first appearance)."""
     saber = [r for r in _latest(records) if r["task"] == "saber"]
-    if not saber:
+    colours = {m: i for i, m in enumerate(dict.fromkeys(label(r) for r in saber))}
+    out: dict[str, list[tuple[str, int, list[int], list[float]]]] = {}
+    for p in [p for p in PAIRING_ORDER if any(r["pairing"] == p for r in saber)]:
+        series = []
+        for r in saber:
+            by_n = r["scores"].get("mcq_accuracy_by_n")
+            if r["pairing"] != p or not isinstance(by_n, dict):
+                continue
+            ns = sorted(int(n) for n in by_n if str(n).isdigit() and _number(by_n[n]) is not None)
+            values = [100 * float(by_n[str(n)]) for n in ns]
+            series.append((label(r), colours[label(r)], ns, values))
+        out[p] = sorted(series, key=lambda s: s[1])
+    return out
+
+
+def by_n_figure(records: list[dict[str, Any]]) -> Any:
+    """The matplotlib figure of :func:`plot_by_n` (None without SABER results or matplotlib):
+    one panel per pairing, each with its own legend, a model in the same colour everywhere."""
+    series = by_n_series(records)
+    if not series:
         return None
     try:
         import matplotlib
@@ -389,26 +411,30 @@ def plot_by_n(records: list[dict[str, Any]], path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    pairings = [p for p in PAIRING_ORDER if any(r["pairing"] == p for r in saber)]
-    fig, axes = plt.subplots(1, len(pairings), figsize=(4.2 * len(pairings), 3.4), squeeze=False)
-    for ax, p in zip(axes[0], pairings, strict=True):
-        for r in saber:
-            if r["pairing"] != p:
-                continue
-            by_n = r["scores"].get("mcq_accuracy_by_n")
-            if not isinstance(by_n, dict):
-                continue
-            ns = sorted(int(n) for n in by_n if str(n).isdigit() and _number(by_n[n]) is not None)
-            ax.plot(ns, [100 * by_n[str(n)] for n in ns], marker="o", label=label(r))
+    palette = plt.get_cmap("tab10" if max(len(s) for s in series.values()) <= 10 else "tab20")
+    fig, axes = plt.subplots(1, len(series), figsize=(4.2 * len(series), 3.4), squeeze=False)
+    for ax, (p, lines) in zip(axes[0], series.items(), strict=True):
+        for model, colour, ns, values in lines:
+            ax.plot(ns, values, marker="o", label=model, color=palette(colour % palette.N))
         ax.set_title(f"SABER {PAIRING_NAMES[p]}")
         ax.set_xlabel("bindings N")
         ax.set_ylabel("MCQ accuracy (%)")
         ax.set_ylim(0, 100)
         ax.axhline(25, color="gray", lw=0.8, ls=":")
         ax.grid(alpha=0.3)
-    if axes[0][-1].get_legend_handles_labels()[0]:
-        axes[0][-1].legend(fontsize=7, loc="upper right")
+        if lines:
+            ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
+    return fig
+
+
+def plot_by_n(records: list[dict[str, Any]], path: Path) -> Path | None:
+    """PNG of SABER MCQ accuracy vs N: one panel per pairing, one line per model."""
+    fig = by_n_figure(records)
+    if fig is None:
+        return None
+    import matplotlib.pyplot as plt
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=120)
