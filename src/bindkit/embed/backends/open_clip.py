@@ -148,8 +148,11 @@ def _pad_and_crop(image: Any, height: int, width: int, fill: int) -> Any:
     if width > image.width or height > image.height:
         left = (width - image.width) // 2 if width > image.width else 0
         top = (height - image.height) // 2 if height > image.height else 0
+        bands = len(image.getbands())  # the fill goes into every band, as torchvision's pad
         canvas = Image.new(
-            image.mode, (max(width, image.width), max(height, image.height)), (fill,) * 3
+            image.mode,
+            (max(width, image.width), max(height, image.height)),
+            fill if bands == 1 else (fill,) * bands,
         )
         canvas.paste(image, (left, top))
         image = canvas
@@ -161,7 +164,7 @@ def _pad_and_crop(image: Any, height: int, width: int, fill: int) -> Any:
 
 
 def resize_and_crop(image: Any, cfg: Preprocess) -> Any:
-    """One RGB PIL image → the ``cfg.size`` PIL image open_clip's eval transform would make."""
+    """One PIL image → the ``cfg.size`` PIL image (same mode) open_clip's eval transform makes."""
     from PIL import Image
 
     height, width = cfg.size
@@ -186,8 +189,10 @@ def resize_and_crop(image: Any, cfg: Preprocess) -> Any:
 
 
 def preprocess(image: Any, cfg: Preprocess) -> np.ndarray:
-    """One RGB PIL image → a (3, height, width) float32 array, open_clip's eval transform."""
-    pixels = np.asarray(resize_and_crop(image, cfg), dtype=np.float32) / np.float32(255.0)
+    """One PIL image (any mode) → a (3, height, width) float32 array, open_clip's eval transform:
+    resize and crop in the image's own mode, then ``convert("RGB")``, scale and normalise."""
+    rgb = resize_and_crop(image, cfg).convert("RGB")
+    pixels = np.asarray(rgb, dtype=np.float32) / np.float32(255.0)
     scaled = (pixels - np.asarray(cfg.mean, dtype=np.float32)) / np.asarray(
         cfg.std, dtype=np.float32
     )
@@ -198,8 +203,9 @@ class OpenClipEmbedder(TorchEmbedder):
     """Text and image towers of an open_clip model (roles and instructions are ignored)."""
 
     modalities = frozenset({"text", "image"})
-    #: open_clip's loaders open files with PIL and ``convert("RGB")``: no EXIF transpose
-    image_policy = ImagePolicy(exif=False, alpha_on_white=False)
+    #: open_clip's loaders open files with PIL (no EXIF transpose); its eval transform resizes
+    #: and crops the image in its own mode and only then converts to RGB (alpha dropped)
+    image_policy = ImagePolicy(exif=False, alpha_on_white=False, rgb=False)
 
     def __init__(
         self,
@@ -252,6 +258,7 @@ class OpenClipEmbedder(TorchEmbedder):
                 "fill_color": self.preprocess.fill_color,
                 "exif": self.image_policy.exif,
                 "alpha_on_white": self.image_policy.alpha_on_white,
+                "rgb_after_resize": not self.image_policy.rgb,
             },
         }
 
