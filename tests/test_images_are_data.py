@@ -200,3 +200,22 @@ def test_validate_reads_the_vocabulary_from_the_manifest(tmp_path: Path) -> None
     ):
         validate_saber(directory)
     assert validate_saber(directory, vocab="shapes").ok  # an explicit --vocab still rules
+
+
+def test_a_deleted_image_stops_the_run_or_is_scored_around(rendered: Path, tmp_path: Path) -> None:
+    from bindkit.errors import BindkitError
+
+    item = read_saber(rendered).mcqs[0].query
+    (rendered / f"images/{item.id}.png").unlink()
+    out = tmp_path / "results"
+    with pytest.raises(BindkitError, match=r"saber: 1 of \d+ images missing"):
+        evaluate([TableEmbedder()], data=rendered, out=out, pairings="it", verbose=False)
+    (record,) = evaluate(
+        [TableEmbedder()],
+        data=rendered,
+        out=out,
+        pairings="it",
+        verbose=False,
+        allow_missing_images=True,
+    )
+    assert record["partial"] is True and record["counts"]["missing_images"] == 1

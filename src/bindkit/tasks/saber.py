@@ -143,13 +143,21 @@ def _with_images(saber: SaberSet, pairing: str, ctx: EvalContext) -> tuple[list[
 def _images_digest(saber: SaberSet) -> Any:
     """The image files' digest, read from the files (not the manifest) once, when first asked:
     an image redrawn or replaced since the last run changes the image pairings' identity."""
+    import hashlib
     from functools import cache
 
-    from bindkit.saber.io import image_set_sha256
+    from bindkit._io import sha256_file
 
     @cache
     def digest() -> str:
-        return image_set_sha256(saber.directory, saber.mcqs)[1]
+        out = hashlib.sha256()
+        for item in (i for m in saber.mcqs for i in m.items):
+            path = saber.image_path(item)
+            if path is None:
+                continue
+            found = sha256_file(path) if path.is_file() else "missing"  # reported when scored
+            out.update(f"{item.id}\t{item.image}\t{found}\n".encode())
+        return out.hexdigest()
 
     return digest
 
