@@ -221,3 +221,13 @@ def test_bad_texts_files_are_one_line_errors(
     assert main(["analyze", "attention", "--model", "bow", "--texts", str(bad)]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_tiny_clip_is_refused_in_one_line(small_saber: Path, tmp_path: Path) -> None:
+    """builtin:tiny-clip has a torch forward path but a word-level tokenizer without offsets:
+    one line naming what attention analysis needs, not a KeyError traceback."""
+    pytest.importorskip("torch")
+    from bindkit.analysis.attention import analyze_attention
+
+    with pytest.raises(BindkitError, match="needs a sentence-transformers or multimodal-LLM"):
+        analyze_attention(["builtin:tiny-clip"], small_saber, tmp_path / "b", limit=4)

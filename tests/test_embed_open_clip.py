@@ -7,13 +7,9 @@ it preprocesses with PIL (tested below against the definition of open_clip's eva
 
 from __future__ import annotations
 
-import contextlib
 import importlib.machinery
 import importlib.util
 import json
-import sys
-import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +19,13 @@ import pytest
 pytest.importorskip("PIL")
 from PIL import Image
 
-from bindkit.embed.backends.open_clip import Preprocess, preprocess, resize_and_crop
+from bindkit.embed.backends.open_clip import (
+    Preprocess,
+    import_open_clip,
+    preprocess,
+    resize_and_crop,
+    stand_in_torchvision,
+)
 
 TINY = {
     "embed_dim": 16,
@@ -32,60 +34,8 @@ TINY = {
 }
 
 
-@contextlib.contextmanager
-def _stand_in_torchvision() -> Iterator[None]:
-    """Stand-in torchvision modules while a package that imports torchvision is imported
-    (unless the real one imports); removed afterwards."""
-    try:
-        import torchvision  # noqa: F401
-    except Exception:
-        pass
-    else:
-        yield
-        return
-
-    class AnyAttribute(type):
-        def __getattr__(cls, attr: str) -> Any:
-            if attr.startswith("__"):
-                raise AttributeError(attr)
-            return cls
-
-    class Anything(metaclass=AnyAttribute):
-        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
-
-    def anything(attr: str) -> type:
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        return Anything
-
-    names = [
-        "torchvision",
-        "torchvision.io",
-        "torchvision.transforms",
-        "torchvision.transforms.functional",
-        "torchvision.ops",
-        "torchvision.ops.misc",
-    ]
-    for name in names:
-        mod = types.ModuleType(name)
-        mod.__getattr__ = anything  # type: ignore[method-assign]
-        mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
-        sys.modules[name] = mod
-        parent, _, child = name.rpartition(".")
-        if parent:
-            setattr(sys.modules[parent], child, mod)
-    try:
-        yield
-    finally:
-        for name in names:
-            sys.modules.pop(name, None)
-
-
-def _import_open_clip() -> Any:
-    """Import open_clip, with stand-in torchvision modules only while it imports."""
-    with _stand_in_torchvision():
-        import open_clip
-    return open_clip
+_stand_in_torchvision = stand_in_torchvision  # other test modules import these names
+_import_open_clip = import_open_clip
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +119,34 @@ def test_preprocess_cfg_is_read_and_recorded(tiny_clip: Any) -> None:
     images = tiny_clip.describe()["images"]
     assert (images["resize_mode"], images["interpolation"]) == ("shortest", "bicubic")
     assert (images["exif"], images["alpha_on_white"]) == (False, False)  # open_clip's loaders
+
+
+def test_open_clip_loads_without_a_working_torchvision(tmp_path: Path) -> None:
+    """The README's install (open_clip without its dependencies) gives a working open_clip in a
+    fresh interpreter: bindkit's backend imports it, not only the tests' stand-in."""
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("open_clip") is None:
+        pytest.skip("open_clip_torch is not installed")
+    config = tmp_path / "TinyCLIP.json"
+    config.write_text(json.dumps(TINY))
+    code = (
+        "import sys\n"
+        "from bindkit import load_embedder\n"
+        "from bindkit.errors import BindkitError\n"
+        "try:\n"
+        "    load_embedder('open_clip:TinyCLIP', cache=False)\n"
+        "except BindkitError as exc:\n"
+        "    print('first:', exc)\n"
+        "import open_clip\n"
+        "open_clip.add_model_config(sys.argv[1])\n"
+        "e = load_embedder('open_clip:TinyCLIP', cache=False, progress=False)\n"
+        "print('shape:', e.embed_texts(['a red cube']).shape)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(config)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "cannot load" in done.stdout and "needs open_clip_torch" not in done.stdout
+    assert "shape: (1, 16)" in done.stdout

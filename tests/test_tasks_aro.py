@@ -10,6 +10,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from bindkit.errors import BindkitError
 from bindkit.evaluation import evaluate
 from bindkit.tasks.aro import SYMMETRIC, macro_accuracy
 
@@ -79,9 +80,18 @@ def test_vg_relation_fixture_crops_and_ties(tmp_path: Path) -> None:
         },
     ]
     (tmp_path / "visual_genome_relation.json").write_text(json.dumps(rows))
+    with pytest.raises(BindkitError, match=r"aro vg_relation: 1 of 3 images missing \(first: "):
+        evaluate([_Colours()], task="aro", data=tmp_path, out=tmp_path / "r", verbose=False)
     (record,) = evaluate(
-        [_Colours()], task="aro", data=tmp_path, out=tmp_path / "r", cache=False, verbose=False
+        [_Colours()],
+        task="aro",
+        data=tmp_path,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+        allow_missing_images=True,
     )
+    assert record["partial"] is True
     assert record["subset"] == "vg_relation"
     assert record["scores"]["accuracy_by"] == {"above": 0.0, "on": 1.0}
     assert record["scores"]["accuracy"] == 0.5

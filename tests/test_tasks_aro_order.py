@@ -321,7 +321,13 @@ def test_coco_order_known_answer_missing_images_and_seed(tmp_path: Path, nlp_too
     }
     embedder = TableEmbedder(vectors)
     records = evaluate(
-        [embedder], task="aro", data=data, out=tmp_path / "r", cache=False, verbose=False
+        [embedder],
+        task="aro",
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+        allow_missing_images=True,
     )
     (record,) = records
     assert record["subset"] == "coco_order" and record["pairing"] == "it"
@@ -343,26 +349,34 @@ def test_coco_order_known_answer_missing_images_and_seed(tmp_path: Path, nlp_too
     assert options != ARO().caption_options(dataset.payload, "coco_order")
     embedder.calls.clear()
     (again,) = evaluate(
-        [embedder], task=task, data=data, out=tmp_path / "r", cache=False, verbose=False
+        [embedder],
+        task=task,
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+        allow_missing_images=True,
     )
     assert again["options"]["order_seed"] == 5  # another seed is another result
     distinct = len({t for item in options[:3] for t in item})
     assert ("image", 2, None) in embedder.calls and ("text", distinct, None) in embedder.calls
 
 
-def test_missing_images_are_reported_not_fatal(
+def test_missing_images_stop_the_run_and_nothing_to_score_fails(
     tmp_path: Path, nlp_tools: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "flickr"
     data.mkdir()
     items = [{"image": "flickr30k-images/1.jpg", "caption": CAPTIONS[:2]}]
     (data / "flickr30k_test.json").write_text(json.dumps(items))
-    records = evaluate(
-        [TableEmbedder()], task="aro", data=data, out=tmp_path / "r", cache=False, verbose=False
-    )
-    assert records == []
-    err = capsys.readouterr().err
-    assert "aro flickr30k_order: 1 of 1 images missing" in err and "flickr30k-images/1.jpg" in err
+    run = {"task": "aro", "data": data, "out": tmp_path / "r", "cache": False, "verbose": False}
+    with pytest.raises(BindkitError, match="aro flickr30k_order: 1 of 1 images missing") as exc:
+        evaluate([TableEmbedder()], **run)
+    assert "flickr30k-images/1.jpg" in str(exc.value) and "--allow-missing-images" in str(exc.value)
+    with pytest.raises(BindkitError, match="nothing to score"):
+        evaluate([TableEmbedder()], **run, allow_missing_images=True)
+    assert not list((tmp_path / "r").rglob("it.json"))
+    assert "1 of 1 images missing" in capsys.readouterr().err
     _image(data / "flickr30k-images" / "1.jpg")
     (record,) = evaluate(
         [TableEmbedder()], task="aro", data=data, out=tmp_path / "r", cache=False, verbose=False
@@ -435,6 +449,7 @@ def test_task_options_from_the_cli(
 
     data = _coco(tmp_path / "aro")
     argv = ["eval", "--model", "builtin:tiny-clip", "--task", "aro", "--data", str(data), "-q"]
+    argv.append("--allow-missing-images")  # the fixture lacks one image
     seeds = {}
     for seed in ("1", "2"):
         out = tmp_path / f"r{seed}"
@@ -456,3 +471,92 @@ def test_task_options_from_the_cli(
     saber = ["eval", "--model", "bow", "--task", "saber", "--task-option", "k=1", "--out", "x"]
     assert main(saber) == 2
     assert "saber has no such option" in capsys.readouterr().err
+
+
+# -- the original's sentence split and identical token sequences (issue 20, finding 8) -------
+MULTI = [
+    "A man rides a horse. A dog runs by the old fence.",
+    "Two cats sleep on a couch. The couch is blue. A lamp stands near.",
+    "A red car parked near a tall building.",
+    "Three birds sit on a wire. One of them sings loudly.",
+    "A woman holds an umbrella in the rain.",
+]
+
+
+@pytest.fixture
+def punkt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Punkt data folder with empty parameters: the sentence split NLTK's word_tokenize runs
+    (its heuristics: a period before a capitalised word ends a sentence)."""
+    nltk = pytest.importorskip("nltk")
+    folder = tmp_path / "nltk_data" / "tokenizers" / "punkt_tab" / "english"
+    folder.mkdir(parents=True)
+    for name in ("collocations.tab", "sent_starters.txt", "abbrev_types.txt", "ortho_context.tab"):
+        (folder / name).touch()
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path / "nltk_data"), *nltk.data.path])
+
+
+def _multi(root: Path) -> Path:
+    root.mkdir(exist_ok=True)
+    items = [{"image": "val2014/COCO_val2014_1.jpg", "caption": MULTI}]
+    (root / "coco_karpathy_test.json").write_text(json.dumps(items))
+    _image(root / "val2014" / "COCO_val2014_1.jpg")
+    return root
+
+
+def test_trigrams_use_the_originals_sentence_split_where_punkt_is_installed(
+    tmp_path: Path, nlp_tools: None, punkt: None
+) -> None:
+    from nltk.tokenize import word_tokenize
+
+    assert order.sentence_split_available()
+    assert order.nltk_tokenize("A dog. A cat runs.", True) == word_tokenize("A dog. A cat runs.")
+    assert order.nltk_tokenize("A dog. A cat runs.", True)[:3] == ["A", "dog", "."]
+    task = ARO()
+    dataset = task.load(_multi(tmp_path / "aro"))
+    got = task.caption_options(dataset.payload, "coco_order")
+    assert got == order.caption_options(MULTI, 1, order.spacy_tag, word_tokenize)  # the original
+    one_line = order.caption_options(
+        MULTI, 1, order.spacy_tag, lambda c: order.nltk_tokenize(c, False)
+    )
+    assert got != one_line  # without the split the draws drift from the first caption on
+    assert task.options("coco_order")["nltk_tokenize"].startswith("word_tokenize (Punkt")
+
+
+def test_without_punkt_the_result_says_so(tmp_path: Path, nlp_tools: None) -> None:
+    if order.sentence_split_available():
+        pytest.skip("NLTK's Punkt data is installed here")
+    (record,) = evaluate(
+        [TableEmbedder()],
+        task="aro",
+        data=_multi(tmp_path / "aro"),
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+    )
+    assert "preserve_line" in record["options"]["nltk_tokenize"]
+
+
+def test_options_that_tokenise_like_the_caption_tie_with_it(tmp_path: Path) -> None:
+    task = ARO()
+    dataset = task.load(_multi(tmp_path / "aro"))
+    caption = "a man , riding a horse"
+    options = [("a man, riding a horse", caption, "horse a riding man a", "a b c", "c b a")]
+    for split in (True, False):
+        dataset.payload.options[("coco_order", 1, split)] = options * len(MULTI)
+    e0, e1 = np.eye(8)[0], np.eye(8)[1]
+    # the two spellings would get different vectors, the spaced one the higher score
+    vectors = {"COCO_val2014_1.jpg": e0, "a man, riding a horse": e0 + e1, caption: e0}
+    vectors |= {text: -e0 for text in options[0][2:]}
+    embedder = TableEmbedder(vectors)
+    result = task.evaluate(embedder, dataset, "coco_order", "it", _ctx())
+    assert result is not None
+    assert result["scores"]["accuracy"] == 1.0  # a tie with the caption is correct
+    assert result["counts"]["same_as_caption"] == len(MULTI)
+    assert order.token_key("a man, riding") == order.token_key("a man , riding")
+    assert order.token_key("a man riding") != order.token_key("a man , riding")
+
+
+def _ctx():  # type: ignore[no-untyped-def]
+    from bindkit.tasks.base import EvalContext
+
+    return EvalContext()

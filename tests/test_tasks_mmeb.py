@@ -74,7 +74,13 @@ def test_mmeb_fixture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         }
     )
     records = evaluate(
-        [model], task="mmeb", data=data, out=tmp_path / "r", cache=False, verbose=False
+        [model],
+        task="mmeb",
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+        allow_missing_images=True,
     )
     by = {r["subset"]: r for r in records}
     assert list(by) == ["ImageNet-1K", "MSCOCO_t2i"]  # declared order, only those present

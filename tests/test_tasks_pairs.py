@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from _fakes import TableEmbedder
-from bindkit.errors import DataFormatError
+from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
 from bindkit.tasks._pairs import score_pairs
 
@@ -67,9 +67,18 @@ def test_winoground_fixture_with_a_missing_image(
             "ex_0_img_1.png": E[1],
         }
     )
+    with pytest.raises(BindkitError, match="winoground: 1 of 4 images missing"):
+        evaluate([model], task="winoground", data=data, out=tmp_path / "r", verbose=False)
     (record,) = evaluate(
-        [model], task="winoground", data=data, out=tmp_path / "r", cache=False, verbose=False
+        [model],
+        task="winoground",
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+        allow_missing_images=True,
     )
+    assert record["partial"] is True
     assert record["scores"]["group_score"] == 1.0 and record["scores"]["text_score"] == 1.0
     assert record["scores"]["group_score_by_tag"] == {"Object": 1.0}
     assert record["counts"] == {"items": 1, "missing_images": 1, "items_total": 2}
@@ -115,6 +124,8 @@ def test_colorswap_parquet_fixture(tmp_path: Path) -> None:
         },
     ]
     _parquet(tmp_path / "colorswap" / "data" / "test-00000-of-00001.parquet", rows)
+    train = [{**rows[1], "id": 7}] * 3  # another split beside it: never mixed into test
+    _parquet(tmp_path / "colorswap" / "data" / "train-00000-of-00001.parquet", train)
     model = TableEmbedder(
         {
             "rgb255-0-0": E[0],
@@ -136,8 +147,36 @@ def test_colorswap_parquet_fixture(tmp_path: Path) -> None:
         verbose=False,
     )
     # item 1: both images identical -> the image score ties (wrong), text score also fails for c1
+    assert record["subset"] == "test"
     assert record["scores"] == {"text_score": 0.5, "image_score": 0.5, "group_score": 0.5}
     assert record["counts"] == {"items": 2}
+    (other,) = evaluate(
+        [model],
+        task="colorswap",
+        data=tmp_path / "colorswap",
+        subsets="train",
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+    )
+    assert other["subset"] == "train" and other["counts"] == {"items": 3}
+
+
+def test_parquet_splits_by_file_name_and_by_the_hub_convert_layout(tmp_path: Path) -> None:
+    from bindkit.tasks._parquet_pairs import parquet_splits
+
+    for name in ("data/test-00000-of-00002.parquet", "data/test-00001-of-00002.parquet"):
+        (tmp_path / "a" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "a" / name).touch()
+    (tmp_path / "a" / "data" / "train-00000-of-00001.parquet").touch()
+    assert {k: len(v) for k, v in parquet_splits(tmp_path / "a", "x").items()} == {
+        "test": 2,
+        "train": 1,
+    }
+    for split in ("train", "test"):  # refs/convert/parquet: <config>/<split>/0000.parquet
+        (tmp_path / "b" / "default" / split).mkdir(parents=True)
+        (tmp_path / "b" / "default" / split / "0000.parquet").touch()
+    assert list(parquet_splits(tmp_path / "b", "x")) == ["test", "train"]
 
 
 def test_bivlc_parquet_fixture_and_missing_column(tmp_path: Path) -> None:

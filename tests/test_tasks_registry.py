@@ -3,6 +3,7 @@ numbers SABER, triplets and STS gave before they moved onto the plug-in engine."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -120,11 +121,31 @@ def test_report_is_built_from_metadata(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(base, "_REGISTRY", {**task_classes(), "mock_many": _ManySubsets})
     evaluate(["bow", "bow+dim=32"], task="mock_many", out=tmp_path, cache=False, verbose=False)
     md = (tmp_path / "report.md").read_text()
-    assert "## Overview" in md and "mock_many mock T→T accuracy" in md
+    # subsets the benchmark does not average stay apart, in the overview too
+    assert "## Overview" in md and "mock_many mock a T→T accuracy" in md
+    assert "mock_many mock T→T accuracy" not in md
     assert "## mock_many (mock) per subset (%)" in md
-    assert "| model | pairing | score | a | b | c | d | e | mean |" in md
+    assert "| model | pairing | score | a | b | c | d | e |\n" in md
     assert "| bow+dim=32 | T→T | accuracy |" in md
     assert "builtin:mock" in md  # where the data came from
+
+
+class _Averaged(_ManySubsets):
+    metadata = dataclasses.replace(_ManySubsets.metadata, name="mock_mean", averaged=True)
+
+
+def test_the_overview_averages_only_a_benchmark_that_reports_the_mean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bindkit.tasks.base as base
+
+    monkeypatch.setattr(base, "_REGISTRY", {**task_classes(), "mock_mean": _Averaged})
+    records = evaluate(["bow"], task="mock_mean", out=tmp_path, cache=False, verbose=False)
+    md = (tmp_path / "report.md").read_text()
+    mean = sum(r["scores"]["accuracy"] for r in records) / 5
+    assert "| model | mock_mean mock T→T accuracy |" in md
+    assert f"| bow | {100 * mean:.1f} |" in md
+    assert "| model | pairing | score | a | b | c | d | e | mean |" in md
 
 
 def test_corrupt_and_malformed_results_are_named_not_silent(

@@ -71,13 +71,63 @@ def test_mean_ap_equals_the_revisitop_loop(seed: int) -> None:
     assert ours == pytest.approx(_reference_map(ranks, gnd), abs=1e-12)
 
 
+def _reference_precision(ranks: np.ndarray, gnd: list[dict], kappas: list[int]) -> np.ndarray:
+    """revisitop's mean precision at kappas, spelled out: the junk-shifted 1-based positive
+    ranks, k' = min(last positive rank, k), positives within k' over k'; queries without
+    positives are left out."""
+    rows = []
+    for i, g in enumerate(gnd):
+        if len(g["ok"]) == 0:
+            continue
+        column = list(ranks[:, i])
+        junk_seen, shifted = 0, []
+        for position, image in enumerate(column):
+            if image in set(g["junk"]):
+                junk_seen += 1
+            elif image in set(g["ok"]):
+                shifted.append(position - junk_seen + 1)
+        rows.append(
+            [sum(r <= min(max(shifted), k) for r in shifted) / min(max(shifted), k) for k in kappas]
+        )
+    return np.mean(rows, axis=0)
+
+
+def test_precision_at_k_by_hand_and_against_the_revisitop_definition() -> None:
+    from bindkit.metrics.instance import positive_ranks, precision_at
+
+    # junk first, then positive 0 at position 2 and positive 3 at position 4: 1-based 2 and 4
+    ranks = positive_ranks(np.array([1, 2, 0, 4, 3, 5]), positives=[0, 3], junk=[1])
+    assert ranks.tolist() == [1, 3]
+    assert [precision_at(ranks, k) for k in (1, 5, 10)] == [0.0, 0.5, 0.5]
+    rng = np.random.default_rng(3)
+    sim = rng.standard_normal((7, 40))
+    gnd = []
+    for _ in range(7):
+        perm = rng.permutation(40)
+        gnd.append(
+            {"easy": perm[:3].tolist(), "hard": perm[3:6].tolist(), "junk": perm[6:9].tolist()}
+        )
+    got = revisited_maps(sim, gnd)
+    order = np.argsort(-sim, axis=1, kind="stable").T
+    medium = [{"ok": g["easy"] + g["hard"], "junk": g["junk"]} for g in gnd]
+    expected = _reference_precision(order, medium, [1, 5, 10])
+    assert [got[f"mp_at_{k}_medium"] for k in (1, 5, 10)] == pytest.approx(expected, abs=1e-12)
+    hard = [{"ok": g["hard"], "junk": g["junk"] + g["easy"]} for g in gnd]
+    expected = _reference_precision(order, hard, [1, 5, 10])
+    assert [got[f"mp_at_{k}_hard"] for k in (1, 5, 10)] == pytest.approx(expected, abs=1e-12)
+
+
 def test_settings_pick_positive_and_junk_lists() -> None:
     sim = np.array([[0.9, 0.8, 0.7, 0.6]])
     gnd = [{"easy": [2], "hard": [0], "junk": [1]}]
     maps = revisited_maps(sim, gnd)
     # easy: ok [2], junk [1, 0] -> rank 0 -> 1; medium: ok [2, 0], junk [1] -> ranks 0, 1 -> 1
     # hard: ok [0], junk [1, 2] -> rank 0 -> 1; now move the hard image down
-    assert maps == {"map_easy": 1.0, "map_medium": 1.0, "map_hard": 1.0}
+    assert {k: v for k, v in maps.items() if k.startswith("map_")} == {
+        "map_easy": 1.0,
+        "map_medium": 1.0,
+        "map_hard": 1.0,
+    }
     sim = np.array([[0.1, 0.8, 0.7, 0.6]])
     maps = revisited_maps(sim, gnd)
     assert maps["map_easy"] == 1.0
@@ -123,13 +173,22 @@ def test_missing_revisited_files_are_named(
         )
     with (tmp_path / "gnd_rparis6k.pkl").open("wb") as handle:
         pickle.dump({"imlist": ["x"], "qimlist": ["q"], "gnd": [{"bbx": [0, 0, 1, 1]}]}, handle)
-    assert (
+    from bindkit.errors import BindkitError
+
+    with pytest.raises(BindkitError, match="rparis6k: 2 of 2 images missing"):
         evaluate(
             [ColourEmbedder()], task="rparis6k", data=tmp_path, out=tmp_path / "r", verbose=False
         )
-        == []
-    )
-    assert "rparis6k: 2 of 2 images missing" in capsys.readouterr().err
+    with pytest.raises(BindkitError, match="nothing to score"):  # mAP needs every image
+        evaluate(
+            [ColourEmbedder()],
+            task="rparis6k",
+            data=tmp_path,
+            out=tmp_path / "r",
+            verbose=False,
+            allow_missing_images=True,
+        )
+    assert "mAP needs every image" in capsys.readouterr().err
 
 
 class ColourEmbedder(TableEmbedder):

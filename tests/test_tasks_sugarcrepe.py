@@ -78,9 +78,7 @@ def test_sugarcrepe_pp_fixture_text_only_model(tmp_path: Path) -> None:
         assert r["scores"] == {"tot_accuracy": 0.5}
         assert r["counts"] == {"items": 2, "caption_equals_negative": 1}
     report = (tmp_path / "r" / "report.md").read_text()
-    assert (
-        "| score | replace_att | replace_obj | replace_rel | swap_att | swap_obj | mean |" in report
-    )
+    assert "| score | replace_att | replace_obj | replace_rel | swap_att | swap_obj |\n" in report
 
 
 def test_sugarcrepe_pp_image_side_reports_missing_images(
@@ -101,11 +99,12 @@ def test_sugarcrepe_pp_image_side_reports_missing_images(
         out=tmp_path / "r",
         cache=False,
         verbose=False,
+        allow_missing_images=True,
     )
     (record,) = records
     assert record["counts"]["missing_images"] == 1 and record["counts"]["scored"] == 1
     err = capsys.readouterr().err
-    assert f"1 of 2 images missing (e.g. {images / 'b.jpg'})" in err
+    assert f"1 of 2 images missing (first: {images / 'b.jpg'})" in err
     # once the image is there, the partial result is recomputed, not reused
     (images / "b.jpg").write_bytes(b"fake too")
     (again,) = evaluate(
@@ -224,7 +223,24 @@ def test_real_sugarcrepe_runs_with_a_tiny_image_model_and_no_images(
         ]
     )
     err = capsys.readouterr().err
-    assert code == 0
+    assert code == 2 and "images missing (first: " in err and "--allow-missing-images" in err
+    code = main(
+        [
+            "eval",
+            "--model",
+            f"mllm:{tiny_qwen2_vl}",
+            "--task",
+            "sugarcrepe",
+            "--data",
+            str(SHARED_DATA / "sugarcrepe"),
+            "--out",
+            str(tmp_path / "r"),
+            "--no-cache",
+            "--allow-missing-images",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2  # every image missing: nothing scored is a failure, not a success
     for subset, n in (("add_att", 692), ("swap_obj", 245), ("add_obj", 2062)):
         assert f"sugarcrepe {subset}: {n} of {n} images missing" in err
     assert "nothing to score" in err and "Traceback" not in err

@@ -14,6 +14,7 @@ from bindkit.results.store import (
     POLICIES,
     Policy,
     data_key,
+    is_partial,
     result_path,
     reusable,
     write_result,
@@ -43,6 +44,7 @@ def evaluate(
     cache: bool | str | Path = True,
     report: bool = True,
     verbose: bool = True,
+    allow_missing_images: bool = False,
 ) -> list[dict[str, Any]]:
     """Evaluate each model on a task and write one result file per (subset, pairing).
 
@@ -63,9 +65,15 @@ def evaluate(
         image_root: Folder the data's image file names are relative to (image-side tasks).
         batch_size, cache: Passed to :func:`bindkit.load_embedder` for spec strings.
         report: Write ``OUT/report.md`` over everything in ``out``.
+        allow_missing_images: Score an image task without its missing images (the result is
+            marked ``partial`` with the counts) instead of stopping with the first paths.
 
     Returns:
         The result records, computed or reused, in order.
+
+    Raises:
+        BindkitError: images are missing (without ``allow_missing_images``), or some (subset,
+            pairing) had nothing to score; the results computed before are kept.
     """
     if not models:
         raise BindkitError("--model: give at least one model spec, e.g. --model st:default")
@@ -85,9 +93,12 @@ def evaluate(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise BindkitError(f"--out {out}: is a file; pass a directory for the results")
-    ctx = EvalContext(query_instruction, root, lambda m: _say(True, m))
+    ctx = EvalContext(
+        query_instruction, root, lambda m: _say(True, m), allow_missing_images=allow_missing_images
+    )
     key = data_key(dataset.name, dataset.source)
     records: list[dict[str, Any]] = []
+    empty: list[str] = []  # (model subset pairing) with nothing to score
     from bindkit._lock import directory_lock
 
     try:
@@ -98,7 +109,7 @@ def evaluate(
         for model in models:
             records += _one_model(
                 model, task_impl, dataset, key, chosen_subsets, wanted, ctx, out, overwrite,
-                batch_size, cache, verbose,
+                batch_size, cache, verbose, empty,
             )  # fmt: skip
     if report and not records and not any(out.rglob("*.json")):
         _say(verbose, f"report: nothing to report in {out}")
@@ -107,6 +118,11 @@ def evaluate(
 
         target, plots = write_report(out, warn=lambda m: _say(True, m))
         _say(verbose, f"report: {target}" + "".join(f", {p}" for p in plots))
+    if empty:
+        raise BindkitError(
+            f"{empty[0]}: nothing to score (every image missing?); {len(empty)} run(s) wrote no "
+            "result; pass --image-root with the benchmark's images"
+        )
     return records
 
 
@@ -123,6 +139,7 @@ def _one_model(
     batch_size: int | None,
     cache: bool | str | Path,
     verbose: bool,
+    empty: list[str],
 ) -> list[dict[str, Any]]:
     meta = task_impl.metadata
     embedder = _load(model, batch_size, cache)
@@ -148,7 +165,7 @@ def _one_model(
             provenance = {
                 "model_fingerprint": embedder.fingerprint,
                 "task": meta.name,
-                "data_sha256": dataset.sha256,
+                "data_sha256": dataset.identity(pairing),
                 "subset": subset,
                 "pairing": pairing,
                 "options": options,
@@ -157,7 +174,7 @@ def _one_model(
             path = result_path(out, spec, meta.name, key, subset, pairing)
             where = f"{spec} {meta.name} {subset} {pairing}"
             existing = reusable(path, provenance, overwrite)
-            if existing is not None and _partial(existing):
+            if existing is not None and is_partial(existing):
                 existing = None  # scored without some images: they may be there now
             if existing is not None:
                 records.append(existing)
@@ -167,7 +184,10 @@ def _one_model(
             result = task_impl.evaluate(embedder, dataset, subset, pairing, ctx)
             if result is None:
                 _say(True, f"warning: {where}: nothing to score; no result written")
+                empty.append(where)
                 continue
+            if is_partial(result):
+                result = {**result, "partial": True}
             if model_record is None:  # once per model: describe() may digest weight files
                 model_record = {
                     "spec": spec,
@@ -192,15 +212,10 @@ def _one_model(
     return records
 
 
-def _partial(record: dict[str, Any]) -> bool:
-    missing = record.get("counts", {}).get("missing_images")
-    return isinstance(missing, int) and missing > 0
-
-
 def _subsets(value: str | Sequence[str] | None, task: Task, dataset: Dataset) -> list[str]:
     available = dataset.subsets
     if value is None:
-        return list(available)
+        return list(task.default_subsets(dataset))
     items = value.split(",") if isinstance(value, str) else list(value)
     items = [s.strip() for s in items if s.strip()]
     if not items:

@@ -222,6 +222,14 @@ def _contains(outer: Any, inner: Any) -> bool:
     return any(m is inner for m in outer.modules())
 
 
+def alignable(embedder: Any) -> bool:
+    """The embedder tokenises with a Hugging Face tokenizer this module can align words to: a
+    multimodal-LLM (a rendered chat prompt) or a sentence-transformers model."""
+    return hasattr(embedder, "render") or (
+        hasattr(embedder, "_prompt") and hasattr(getattr(embedder, "model", None), "tokenizer")
+    )
+
+
 def render_for_alignment(
     embedder: Any, text: str, role: str, instruction: str | None
 ) -> tuple[str, int, Any, dict[str, Any]]:
@@ -431,7 +439,11 @@ def analyze_attention(
         embedder: Any = load_embedder(spec, cache=False)
         if not hasattr(embedder, "collate"):
             raise BindkitError(f"{spec}: has no torch forward path; attention needs a torch model")
-        render_for_alignment(embedder, "", role, instruction)  # unsupported: one line, now
+        if not alignable(embedder):  # e.g. builtin:tiny-clip: word-level ids, no offsets
+            raise BindkitError(
+                f"{spec}: attention analysis needs a sentence-transformers or multimodal-LLM "
+                "model (a Hugging Face tokenizer to align words to); this one has none"
+            )
         curve, counted = margin_curve(
             embedder, items, role=role, instruction=instruction, batch_size=batch_size
         )

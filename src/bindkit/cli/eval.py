@@ -72,6 +72,12 @@ def register(commands: Any) -> None:
     ev.add_argument("--batch-size", type=int, default=None, help="inputs per forward pass")
     ev.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     ev.add_argument("--no-report", action="store_true", help="skip writing OUT/report.md")
+    ev.add_argument(
+        "--allow-missing-images",
+        action="store_true",
+        help="score an image benchmark without its missing images (the result is marked "
+        "partial); default: stop and name them",
+    )
     ev.add_argument("-q", "--quiet", action="store_true", help="print only the final table")
     ev.set_defaults(handler=_eval)
 
@@ -130,6 +136,7 @@ def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[st
         cache=not args.no_cache,
         report=not args.no_report,
         verbose=not args.quiet,
+        allow_missing_images=args.allow_missing_images,
     )
 
 

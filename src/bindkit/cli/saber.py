@@ -68,7 +68,7 @@ def register(commands: Any) -> None:
         "--vocab",
         type=Path,
         default=None,
-        help="vocabulary the data was built from (default: built-in)",
+        help="vocabulary the data was built from (default: the packaged one the manifest names)",
     )
     val.add_argument(
         "--all", action="store_true", help=f"list every violation (default: first {_MAX_SHOWN})"

@@ -62,10 +62,14 @@ class ImagePolicy:
             families turn it off for parity.
         alpha_on_white: Composite RGBA onto white, as qwen-vl-utils ``to_rgb`` does; otherwise
             ``convert("RGB")`` drops the alpha channel (open_clip's ``_convert_to_rgb``).
+        rgb: Convert to RGB when loading. False keeps the file's mode (after EXIF and flip) for
+            a backend whose reference resizes first and converts after (open_clip's eval
+            transform: resize, crop, then ``_convert_to_rgb``).
     """
 
     exif: bool = True
     alpha_on_white: bool = False
+    rgb: bool = True
 
 
 def to_rgb(picture: Image.Image, alpha_on_white: bool) -> Image.Image:
@@ -80,18 +84,18 @@ def to_rgb(picture: Image.Image, alpha_on_white: bool) -> Image.Image:
 
 
 def load_image(image: ImageInput, policy: ImagePolicy | None = None) -> Image.Image:
-    """Open an image as RGB under ``policy`` (default: EXIF honoured, alpha dropped), mirrored
-    when its reference asks for the flip."""
+    """Open an image as RGB under ``policy`` (default: EXIF honoured, alpha dropped; in its own
+    mode when ``policy.rgb`` is off), mirrored when its reference asks for the flip."""
     from PIL import Image, ImageOps, UnidentifiedImageError
 
     policy = policy or ImagePolicy()
     ref = as_ref(image)
     if not isinstance(ref, ImageRef):
-        return to_rgb(ref, policy.alpha_on_white)
+        return to_rgb(ref, policy.alpha_on_white) if policy.rgb else ref
     try:
         with Image.open(ref.path) as handle:
             opened = ImageOps.exif_transpose(handle) if policy.exif else handle
-            picture = to_rgb(opened, policy.alpha_on_white)
+            picture = to_rgb(opened, policy.alpha_on_white) if policy.rgb else opened.copy()
     except FileNotFoundError as exc:
         raise BindkitError(f"{ref.path}: image not found; check the path") from exc
     except (UnidentifiedImageError, OSError) as exc:

@@ -12,25 +12,65 @@ from typing import Any
 from bindkit.errors import BindkitError
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
-_SAMPLE = 1 << 20
+DIGESTS_FILE = "weight_digests.json"
+_MAX_REMEMBERED = 4096
+_remembered: dict[str, str] = {}
 
 
 def file_digest(path: Path) -> str:
-    """sha256 of a file's size, its first and its last MiB (full hash for small files).
+    """sha256 of a file's whole content (24 hex digits).
 
-    Reading whole multi-GB checkpoints on every load would cost more than the embedding; the
-    size plus both ends changes whenever a checkpoint is retrained or re-saved.
+    Every byte counts: a change anywhere in a checkpoint changes the fingerprint, so stale
+    vectors are never reused. Hashing a multi-GB checkpoint on every load would cost more than
+    the embedding, so the digest is remembered by (resolved path, size, mtime, inode), in memory
+    and in ``$BINDKIT_CACHE_DIR/weight_digests.json``: a file rewritten in place gets a new
+    mtime and is hashed again.
     """
-    size = path.stat().st_size
-    digest = hashlib.sha256(str(size).encode())
-    with path.open("rb") as handle:
-        if size <= 4 * _SAMPLE:
-            digest.update(handle.read())
-        else:
-            digest.update(handle.read(_SAMPLE))
-            handle.seek(size - _SAMPLE)
-            digest.update(handle.read(_SAMPLE))
-    return digest.hexdigest()[:24]
+    stat = path.stat()
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}"
+    if key in _remembered:
+        return _remembered[key]
+    stored = _read_digests()
+    digest = stored.get(key)
+    if not isinstance(digest, str):
+        from bindkit._io import sha256_file
+
+        digest = sha256_file(path)[:24]
+        stored[key] = digest
+        _write_digests(stored)
+    _remembered[key] = digest
+    return digest
+
+
+def _digests_path() -> Path:
+    from bindkit.embed.cache import default_cache_path
+
+    return default_cache_path().parent / DIGESTS_FILE
+
+
+def _read_digests() -> dict[str, str]:
+    import json
+
+    try:
+        data = json.loads(_digests_path().read_text("utf-8"))
+    except (OSError, ValueError):  # none yet, or unreadable: hash again
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
+
+
+def _write_digests(stored: dict[str, str]) -> None:
+    """Best effort (a read-only cache folder only costs a re-hash next time)."""
+    import json
+
+    from bindkit._io import atomic_write_text
+
+    kept = dict(list(stored.items())[-_MAX_REMEMBERED:])
+    path = _digests_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(kept, indent=0, sort_keys=False) + "\n")
+    except OSError:
+        pass
 
 
 def directory_fingerprint(root: Path) -> str:

@@ -7,6 +7,9 @@ python/evaluate.py ``compute_ap`` / ``compute_map``).
   rank r, precision before it is j / r (1 when r = 0) and after it (j + 1) / (r + 1); AP sums
   their mean times the recall step 1 / #positives.
 - A query without positives is left out of the mean.
+- Precision at k (``compute_map``'s ``kappas``; the paper reports mP@1, 5, 10): with the
+  positives' 1-based ranks (junk removed), k' = min(k, the last positive's rank) and the
+  precision is the number of positives ranked within k' over k'.
 
 The same functions serve INSTRE-style relevance (positives only, no junk).
 """
@@ -34,15 +37,33 @@ def trapezoid_ap(positive_ranks: np.ndarray, n_positives: int) -> float:
     return float(((before + after) / 2).sum() / n_positives)
 
 
+KAPPAS = (1, 5, 10)  # revisitop's example_evaluate.py
+
+
+def positive_ranks(
+    ranking: np.ndarray, positives: Sequence[int], junk: Sequence[int] = ()
+) -> np.ndarray:
+    """The positives' sorted 0-based ranks in a ranking (database indices, best first), each
+    reduced by the junk images ranked above it."""
+    ranking = np.asarray(ranking)
+    pos = np.flatnonzero(np.isin(ranking, positives))
+    bad = np.flatnonzero(np.isin(ranking, junk)) if len(junk) else np.empty(0, np.int64)
+    shifted: np.ndarray = pos - np.searchsorted(bad, pos)
+    return shifted
+
+
+def precision_at(ranks: np.ndarray, k: int) -> float:
+    """revisitop's precision at ``k`` from the positives' 0-based ranks (junk removed)."""
+    one_based = np.asarray(ranks) + 1
+    cut = min(int(one_based.max()), k)
+    return float((one_based <= cut).sum() / cut)
+
+
 def query_ap(ranking: np.ndarray, positives: Sequence[int], junk: Sequence[int] = ()) -> float:
     """AP of one ranking (database indices, best first); NaN when there are no positives."""
     if len(positives) == 0:
         return float("nan")
-    ranking = np.asarray(ranking)
-    pos = np.flatnonzero(np.isin(ranking, positives))
-    bad = np.flatnonzero(np.isin(ranking, junk)) if len(junk) else np.empty(0, np.int64)
-    shifted = pos - np.searchsorted(bad, pos)  # junk ranked above each positive
-    return trapezoid_ap(shifted, len(positives))
+    return trapezoid_ap(positive_ranks(ranking, positives, junk), len(positives))
 
 
 def rankings(similarity: np.ndarray) -> np.ndarray:
@@ -71,11 +92,21 @@ def mean_ap(
 def revisited_maps(
     similarity: np.ndarray, gnd: Sequence[Mapping[str, Sequence[int]]]
 ) -> dict[str, float]:
-    """``map_easy``, ``map_medium``, ``map_hard`` from (queries, database) similarities and the
-    revisited ground truth (per query: ``easy``, ``hard``, ``junk`` index lists)."""
+    """``map_easy``, ``map_medium``, ``map_hard`` and ``mp_at_K_<setting>`` (mean precision at
+    each of :data:`KAPPAS`) from (queries, database) similarities and the revisited ground truth
+    (per query: ``easy``, ``hard``, ``junk`` index lists)."""
+    order = rankings(similarity)
     out = {}
     for setting, (ok, bad) in SETTINGS.items():
         positives = [[i for key in ok for i in g.get(key, ())] for g in gnd]
         junk = [[i for key in bad for i in g.get(key, ())] for g in gnd]
         out[f"map_{setting}"] = mean_ap(similarity, positives, junk)[0]
+        ranks = [
+            positive_ranks(order[q], positives[q], junk[q])
+            for q in range(len(order))
+            if positives[q]
+        ]
+        for k in KAPPAS:
+            values = [precision_at(r, k) for r in ranks]
+            out[f"mp_at_{k}_{setting}"] = float(np.mean(values)) if values else float("nan")
     return out

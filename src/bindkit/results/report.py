@@ -19,8 +19,8 @@ from typing import Any
 
 from bindkit._io import atomic_write_text
 from bindkit.errors import BindkitError
-from bindkit.results.store import collect, data_key
-from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, label, pct
+from bindkit.results.store import collect, data_key, is_partial
+from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 
 FORMATS = (".md", ".html", ".csv", ".tex")
 __all__ = ["Table", "build_tables", "group_by_data", "pct", "write_report"]
@@ -103,10 +103,40 @@ def _subset_order(task: str, records: list[dict[str, Any]]) -> list[str]:
     return [s for s in declared if s in present] + [s for s in present if s not in declared]
 
 
+PARTIAL_MARK = " †"  # a score computed without some of the benchmark's images
+
+
+def partial_results(records: list[dict[str, Any]]) -> Table | None:
+    """Every partial result with its counts; None when there is none."""
+    labels = data_labels(records)
+    rows = []
+    for r in records:
+        if is_partial(r):
+            counts = as_dict(r.get("counts"))
+            rows.append(
+                [label(r), r["task"], labels[_data_id(r)], _subset(r), r["pairing"]]
+                + [str(counts.get(k, "?")) for k in ("missing_images", "scored")]
+            )
+    if not rows:
+        return None
+    columns = ["model", "task", "data", "subset", "pairing", "missing images", "scored"]
+    return Table(
+        f"Partial results ({PARTIAL_MARK.strip()}: scored without missing images)", columns, rows
+    )
+
+
+def _averaged(task: str) -> bool:
+    meta = _meta(task)
+    return meta is not None and meta.averaged
+
+
 def overview(records: list[dict[str, Any]]) -> Table:
-    """Models × (benchmark, data, pairing): the main score, averaged over present subsets."""
+    """Models × (benchmark, data, [subset,] pairing): the main score; a benchmark that reports
+    the mean over its subsets (``TaskMetadata.averaged``) gets that mean, any other one column
+    per subset, so unrelated subsets are never averaged."""
     labels = data_labels(records)
     cells: dict[tuple[str, str], list[float]] = defaultdict(list)
+    partial: set[tuple[str, str]] = set()
     columns: dict[str, None] = {}
     order = {p: i for i, p in enumerate(PAIRING_ORDER)}
     for r in sorted(
@@ -117,34 +147,46 @@ def overview(records: list[dict[str, Any]]) -> Table:
             continue
         name, value = hit
         pairing = PAIRING_NAMES.get(r["pairing"], r["pairing"])
-        column = f"{r['task']} {labels[_data_id(r)]} {pairing} {name}"
+        where = labels[_data_id(r)]
+        if not _averaged(r["task"]) and _subset(r) != "default":
+            where = f"{where} {_subset(r)}"
+        column = f"{r['task']} {where} {pairing} {name}"
         columns[column] = None
         cells[(label(r), column)].append(value)
+        if is_partial(r):
+            partial.add((label(r), column))
     models = list(dict.fromkeys(label(r) for r in records))
     rows = [
         [m]
         + [
-            pct(sum(cells[(m, c)]) / len(cells[(m, c)])) if cells.get((m, c)) else "–"
+            pct(sum(cells[(m, c)]) / len(cells[(m, c)]))
+            + (PARTIAL_MARK if (m, c) in partial else "")
+            if cells.get((m, c))
+            else "–"
             for c in columns
         ]
         for m in models
     ]
-    return Table(
-        "Overview: main score per benchmark, mean over subsets (%)", ["model", *columns], rows
-    )
+    title = "Overview: main score per benchmark (%; a mean over subsets only where it has one)"
+    return Table(title, ["model", *columns], rows)
 
 
 def per_subset(task: str, records: list[dict[str, Any]]) -> list[Table]:
-    """For a task with several subsets: model × pairing × score rows, one column per subset."""
+    """Every declared score of a task (main and further official scores): model × pairing ×
+    score rows, one column per subset (and their mean, when the benchmark reports one)."""
     subsets = _subset_order(task, records)
-    if len(subsets) < 2:
+    names = _score_names(task)
+    if len(subsets) < 2 and len(names) < 2:
         return []
+    show_mean = len(subsets) > 1 and _averaged(task)
     tables = []
     for data_label, group in group_by_data(records):
         cell: dict[tuple[str, str, str], dict[str, Any]] = {}
+        partial = set()
         for r in group:
             cell[(label(r), r["pairing"], _subset(r))] = r["scores"]
-        names = _score_names(task)
+            if is_partial(r):
+                partial.add((label(r), r["pairing"], _subset(r)))
         rows = []
         for model in dict.fromkeys(label(r) for r in group):
             for pairing in [p for p in PAIRING_ORDER if any(k[1] == p for k in cell)]:
@@ -153,19 +195,22 @@ def per_subset(task: str, records: list[dict[str, Any]]) -> list[Table]:
                     numbers = [v for v in map(_number, values) if v is not None]
                     if not numbers:
                         continue
-                    mean = pct(sum(numbers) / len(numbers)) if len(numbers) == len(subsets) else "–"
-                    rows.append(
-                        [model, PAIRING_NAMES.get(pairing, pairing), name]
-                        + [pct(v) for v in values]
-                        + [mean]
-                    )
-        tables.append(
-            Table(
-                f"{task} ({data_label}) per subset (%)",
-                ["model", "pairing", "score", *subsets, "mean"],
-                rows,
-            )
-        )
+                    marks = [
+                        PARTIAL_MARK if (model, pairing, s) in partial else "" for s in subsets
+                    ]
+                    row = [model, PAIRING_NAMES.get(pairing, pairing), name]
+                    row += [
+                        pct(v) + mark if _number(v) is not None else pct(v)
+                        for v, mark in zip(values, marks, strict=True)
+                    ]
+                    if show_mean:
+                        complete = len(numbers) == len(subsets)
+                        mean = pct(sum(numbers) / len(numbers)) if complete else "–"
+                        row.append(mean + (PARTIAL_MARK if any(marks) and complete else ""))
+                    rows.append(row)
+        what = "per subset" if len(subsets) > 1 else "scores"
+        columns = ["model", "pairing", "score", *subsets] + (["mean"] if show_mean else [])
+        tables.append(Table(f"{task} ({data_label}) {what} (%)", columns, rows))
     return tables
 
 
@@ -204,6 +249,9 @@ def build_tables(
                 warn(f"warning: results of unknown task {task!r}: only in the overview")
             continue
         tables += cls().tables(group)
+    marked = partial_results(records)
+    if marked is not None:
+        tables.append(marked)
     tables.append(sources(records))
     return tables
 
@@ -329,10 +377,32 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, value)]
 
 
-def plot_by_n(records: list[dict[str, Any]], path: Path) -> Path | None:
-    """PNG of SABER MCQ accuracy vs N: one panel per pairing, one line per model."""
+def by_n_series(
+    records: list[dict[str, Any]],
+) -> dict[str, list[tuple[str, int, list[int], list[float]]]]:
+    """Per SABER pairing: (model, colour index, N values, MCQ accuracy %) per model. A model keeps
+    its colour index in every panel (models in order of first appearance)."""
     saber = [r for r in _latest(records) if r["task"] == "saber"]
-    if not saber:
+    colours = {m: i for i, m in enumerate(dict.fromkeys(label(r) for r in saber))}
+    out: dict[str, list[tuple[str, int, list[int], list[float]]]] = {}
+    for p in [p for p in PAIRING_ORDER if any(r["pairing"] == p for r in saber)]:
+        series = []
+        for r in saber:
+            by_n = r["scores"].get("mcq_accuracy_by_n")
+            if r["pairing"] != p or not isinstance(by_n, dict):
+                continue
+            ns = sorted(int(n) for n in by_n if str(n).isdigit() and _number(by_n[n]) is not None)
+            values = [100 * float(by_n[str(n)]) for n in ns]
+            series.append((label(r), colours[label(r)], ns, values))
+        out[p] = sorted(series, key=lambda s: s[1])
+    return out
+
+
+def by_n_figure(records: list[dict[str, Any]]) -> Any:
+    """The matplotlib figure of :func:`plot_by_n` (None without SABER results or matplotlib):
+    one panel per pairing, each with its own legend, a model in the same colour everywhere."""
+    series = by_n_series(records)
+    if not series:
         return None
     try:
         import matplotlib
@@ -341,26 +411,30 @@ def plot_by_n(records: list[dict[str, Any]], path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    pairings = [p for p in PAIRING_ORDER if any(r["pairing"] == p for r in saber)]
-    fig, axes = plt.subplots(1, len(pairings), figsize=(4.2 * len(pairings), 3.4), squeeze=False)
-    for ax, p in zip(axes[0], pairings, strict=True):
-        for r in saber:
-            if r["pairing"] != p:
-                continue
-            by_n = r["scores"].get("mcq_accuracy_by_n")
-            if not isinstance(by_n, dict):
-                continue
-            ns = sorted(int(n) for n in by_n if str(n).isdigit() and _number(by_n[n]) is not None)
-            ax.plot(ns, [100 * by_n[str(n)] for n in ns], marker="o", label=label(r))
+    palette = plt.get_cmap("tab10" if max(len(s) for s in series.values()) <= 10 else "tab20")
+    fig, axes = plt.subplots(1, len(series), figsize=(4.2 * len(series), 3.4), squeeze=False)
+    for ax, (p, lines) in zip(axes[0], series.items(), strict=True):
+        for model, colour, ns, values in lines:
+            ax.plot(ns, values, marker="o", label=model, color=palette(colour % palette.N))
         ax.set_title(f"SABER {PAIRING_NAMES[p]}")
         ax.set_xlabel("bindings N")
         ax.set_ylabel("MCQ accuracy (%)")
         ax.set_ylim(0, 100)
         ax.axhline(25, color="gray", lw=0.8, ls=":")
         ax.grid(alpha=0.3)
-    if axes[0][-1].get_legend_handles_labels()[0]:
-        axes[0][-1].legend(fontsize=7, loc="upper right")
+        if lines:
+            ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
+    return fig
+
+
+def plot_by_n(records: list[dict[str, Any]], path: Path) -> Path | None:
+    """PNG of SABER MCQ accuracy vs N: one panel per pairing, one line per model."""
+    fig = by_n_figure(records)
+    if fig is None:
+        return None
+    import matplotlib.pyplot as plt
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=120)

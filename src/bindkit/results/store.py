@@ -74,6 +74,14 @@ def check_record(record: Any) -> str | None:
     return None
 
 
+def is_partial(record: dict[str, Any]) -> bool:
+    """Scored on what was there (``--allow-missing-images``), not the benchmark's number: the
+    report marks it and a later eval recomputes it."""
+    counts = record.get("counts")
+    missing = counts.get("missing_images") if isinstance(counts, dict) else None
+    return record.get("partial") is True or (isinstance(missing, int) and missing > 0)
+
+
 def read_result(path: Path) -> dict[str, Any] | None:
     """The record at ``path``; None when absent, unreadable or malformed (then recomputed)."""
     record, _problem = _read(path)
@@ -142,6 +150,7 @@ def write_result(
         "options": provenance["options"],
         "scores": result["scores"],
         "counts": result.get("counts", {}),
+        "partial": result.get("partial") is True,  # scored without some images
         "seconds": round(seconds, 3),
     }
     atomic_write_text(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")

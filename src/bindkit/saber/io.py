@@ -333,14 +333,32 @@ def read_saber(directory: str | Path) -> SaberSet:
 IMAGES_DIR = "images"
 
 
-def image_set_sha256(directory: str | Path, mcqs: Sequence[MCQ]) -> tuple[int, str]:
-    """Count and digest of the images the items point to: sha256 over ``id, path, file sha256``
-    lines in item order, so renaming, replacing or re-pointing any image changes it."""
+def drawn_for_sha256(item: Item, mcq: MCQ) -> str:
+    """Hash of what an item's image must show: its prompt, bindings, the realisations of its
+    attributes and its flip. An image recorded with another hash was drawn for other data."""
+    from bindkit._io import canonical_json, sha256_bytes
+
+    known = mcq.realizations
+    realizations = {a: known[a].to_json() for a in item.attributes if a in known}
+    payload = {
+        "image_prompt": item.image_prompt,
+        "bindings": [list(b) for b in item.bindings],
+        "realizations": realizations,
+        "flip": item.flip,
+    }
+    return sha256_bytes(canonical_json(payload).encode())
+
+
+def image_file_digests(directory: str | Path, mcqs: Sequence[MCQ]) -> dict[str, str]:
+    """The sha256 of each image file the items point to, by item id, in item order.
+
+    Raises:
+        DataFormatError: an item points to a file that does not exist.
+    """
     from bindkit._io import sha256_file
 
     root = Path(directory)
-    digest = hashlib.sha256()
-    count = 0
+    out: dict[str, str] = {}
     for mcq in mcqs:
         for item in mcq.items:
             if item.image is None:
@@ -351,9 +369,22 @@ def image_set_sha256(directory: str | Path, mcqs: Sequence[MCQ]) -> tuple[int, s
                     f"{path}: image of {item.id} not found; render it again "
                     "(`bindkit saber render DIR`)"
                 )
-            digest.update(f"{item.id}\t{item.image}\t{sha256_file(path)}\n".encode())
-            count += 1
-    return count, digest.hexdigest()
+            out[item.id] = sha256_file(path)
+    return out
+
+
+def image_set_sha256(directory: str | Path, mcqs: Sequence[MCQ]) -> tuple[int, str]:
+    """Count and digest of the images the items point to: sha256 over ``id, path, file sha256``
+    lines in item order, so renaming, replacing or re-pointing any image changes it."""
+    return _set_digest(image_file_digests(directory, mcqs), mcqs)
+
+
+def _set_digest(files: Mapping[str, str], mcqs: Sequence[MCQ]) -> tuple[int, str]:
+    paths = {item.id: item.image for mcq in mcqs for item in mcq.items}
+    digest = hashlib.sha256()
+    for item_id, file_digest in files.items():
+        digest.update(f"{item_id}\t{paths[item_id]}\t{file_digest}\n".encode())
+    return len(files), digest.hexdigest()
 
 
 def write_saber(
@@ -366,7 +397,10 @@ def write_saber(
     The existing manifest (if any) is kept; its ``counts`` and ``files`` are recomputed from
     ``mcqs``, and the keys of ``manifest_extra`` are set on top (e.g. ``{"images": {...}}``). When
     ``manifest_extra`` holds an ``images`` section, its ``count`` and ``sha256`` are filled in
-    from the image files. Both files are written atomically, the data first.
+    from the image files, and so is each ``items`` record's ``sha256`` (records of items without
+    an image are dropped); a new section without ``items`` (images attached by the caller) gets
+    one record per image, drawn for the item as it is now. Both files are written atomically,
+    the data first.
 
     Returns:
         The manifest that was written.
@@ -386,8 +420,23 @@ def write_saber(
     manifest["counts"] = counts(mcqs)
     manifest["files"] = {SABER_FILE: {"sha256": sha256_bytes(data), "bytes": len(data)}}
     if isinstance(manifest.get("images"), Mapping):
-        count, digest = image_set_sha256(root, mcqs)
-        manifest["images"] = {**manifest["images"], "count": count, "sha256": digest}
+        files = image_file_digests(root, mcqs)
+        count, digest = _set_digest(files, mcqs)
+        section = {**manifest["images"], "count": count, "sha256": digest}
+        records = section.get("items")
+        if records is None and "images" in (manifest_extra or {}):  # attached by the caller now
+            records = {
+                item.id: {"prompt_sha256": drawn_for_sha256(item, mcq), "redo": 0}
+                for mcq in mcqs
+                for item in mcq.items
+            }
+        if isinstance(records, Mapping):  # per image: what it was drawn for, now its file hash
+            section["items"] = {
+                i: {**records[i], "sha256": files[i]}
+                for i in files
+                if isinstance(records.get(i), Mapping)
+            }
+        manifest["images"] = section
     atomic_write_bytes(root / SABER_FILE, data)
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     atomic_write_text(root / MANIFEST_FILE, text)

@@ -23,6 +23,7 @@ from bindkit.saber.io import (
     FORMAT_VERSION,
     MCQ,
     SABER_FILE,
+    drawn_for_sha256,
     image_set_sha256,
     mcq_from_json,
     read_manifest,
@@ -61,7 +62,9 @@ RULES: dict[str, str] = {
     "complete": "every chain runs from the smallest to the largest N, and every N in between "
     "has the same number of MCQs",
     "balance": "for each N, half of the MCQs are independent and half nested",
-    "manifest": "manifest.json matches the data (format, counts, file hash, image set hash)",
+    "manifest": "manifest.json matches the data (format, counts, file hash, image set hash); "
+    "a rendered set has an image for every item, each recorded with the hash of the prompt it "
+    "was drawn for, still the item's",
 }
 
 
@@ -392,7 +395,62 @@ def check_manifest(
                     f"found {count}, or their hash differs); render again",
                 )
             )
+        out += check_image_records(images, mcqs, directory)
     return out
+
+
+def check_image_records(
+    images: dict[str, Any], mcqs: Sequence[MCQ], directory: Path
+) -> list[Violation]:
+    """The images section against the data: every item has an image, and each image's record
+    holds the hash of what it was drawn for, still the item's (one violation per problem kind,
+    with the count and the first item; the set hash covers the files themselves)."""
+    items = [(item, mcq) for mcq in mcqs for item in mcq.items]
+    records = images.get("items")
+    problems: dict[str, list[str]] = defaultdict(list)
+    for item, mcq in items:
+        if item.image is None:
+            problems["have no image (render failed or not run); render again"].append(item.id)
+            continue
+        if not isinstance(records, dict):
+            continue
+        record = records.get(item.id)
+        if not isinstance(record, dict):
+            problems["have no record in the images section; render again"].append(item.id)
+        elif record.get("prompt_sha256") != drawn_for_sha256(item, mcq):
+            problems[
+                "were drawn for other data (prompt hash differs); render again to redraw them"
+            ].append(item.id)
+    out = [
+        Violation("manifest", ids[0], f"{len(ids)} of {len(items)} items {what}")
+        for what, ids in problems.items()
+    ]
+    if not isinstance(records, dict) and any(item.image for item, _ in items):
+        message = "the images section records no per-image hashes (an older render); render again"
+        out.append(Violation("manifest", "manifest.json", message))
+    return out
+
+
+def manifest_vocabulary(directory: Path) -> Vocabulary:
+    """The packaged vocabulary whose hash the manifest records (the default when there is no
+    manifest or it records none)."""
+    from bindkit.errors import VocabularyError
+    from bindkit.saber.vocab import NAMED_VOCABULARIES
+
+    default = load_vocabulary()
+    manifest = read_manifest(directory) or {}
+    recorded = manifest.get("vocabulary")
+    digest = recorded.get("sha256") if isinstance(recorded, dict) else None
+    if not isinstance(digest, str) or digest == default.sha256:
+        return default
+    for name in NAMED_VOCABULARIES:
+        named = load_vocabulary(name)
+        if named.sha256 == digest:
+            return named
+    raise VocabularyError(
+        f"{directory / 'manifest.json'}: the set was built from a vocabulary that is not "
+        f"packaged (sha256 {digest[:12]}); pass --vocab DIR with that vocabulary"
+    )
 
 
 def validate_saber(
@@ -403,17 +461,25 @@ def validate_saber(
     Args:
         directory: A directory holding ``saber.jsonl`` (and usually ``manifest.json``).
         vocab: The vocabulary the data claims to use: a directory, a loaded
-            :class:`Vocabulary`, or None for the packaged one.
+            :class:`Vocabulary`, or None for the one the manifest names (by its hash: the
+            packaged default or a packaged named one such as ``shapes``).
 
     Returns:
         A report whose ``violations`` list every problem found (empty when the data is valid).
 
     Raises:
         DataFormatError: ``saber.jsonl`` is missing or ``manifest.json`` is unreadable.
+        VocabularyError: no ``vocab`` given and the manifest names a vocabulary that is not
+            packaged (the message says to pass ``--vocab DIR``).
     """
     directory = Path(directory)
     path = saber_file(directory)
-    vocabulary = vocab if isinstance(vocab, Vocabulary) else load_vocabulary(vocab)
+    if isinstance(vocab, Vocabulary):
+        vocabulary = vocab
+    elif vocab is None:
+        vocabulary = manifest_vocabulary(directory)
+    else:
+        vocabulary = load_vocabulary(vocab)
     report = ValidationReport(directory)
     mcqs: list[MCQ] = []
     for lineno, obj, error in scan_lines(path):

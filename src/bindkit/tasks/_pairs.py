@@ -21,6 +21,7 @@ import numpy as np
 from bindkit.embed.images import ImageInput
 from bindkit.embed.protocol import Embedder
 from bindkit.metrics.pairwise import beats, rowdot
+from bindkit.results.tables import Table, as_dict, label, pct
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,32 @@ def evaluate_pairs(
     tags = sorted({x.tag for x in items if x.tag})
     if tags:
         index = np.array([x.tag for x in items])
-        scores["group_score_by_tag"] = {
-            t: float(per_item["group_score"][index == t].mean()) for t in tags
-        }
+        for name in ("text_score", "image_score", "group_score"):
+            scores[f"{name}_by_tag"] = {t: float(per_item[name][index == t].mean()) for t in tags}
     return {"scores": scores, "counts": {"items": n}}
+
+
+def tag_tables(task: str, what: str, records: list[dict[str, Any]]) -> list[Table]:
+    """Per data: model × score rows, one column per tag (Winoground's tags, BiVLC's types)."""
+    from bindkit.results.report import group_by_data
+
+    tables = []
+    for data_name, group in group_by_data(records):
+        tags = sorted({t for r in group for t in as_dict(r["scores"].get("group_score_by_tag"))})
+        if not tags:
+            continue
+        rows = []
+        several = len({r.get("subset") for r in group}) > 1
+        for r in group:
+            for name in ("text_score", "image_score", "group_score"):
+                values = as_dict(r["scores"].get(f"{name}_by_tag"))
+                if values:
+                    model = f"{label(r)} ({r.get('subset')})" if several else label(r)
+                    rows.append([model, name, *(pct(values.get(t)) for t in tags)])
+        tables.append(
+            Table(f"{task} ({data_name}) scores per {what} (%)", ["model", "score", *tags], rows)
+        )
+    return tables
 
 
 def read_parquet_rows(path: Any, columns: Sequence[str]) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ from bindkit._progress import progress
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.pairwise import beats, rowdot
+from bindkit.results.tables import Table, as_dict, label, pct
 from bindkit.tasks import _aro_order as order
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
@@ -123,8 +124,8 @@ class AROData:
     order: dict[str, list[tuple[str, list[str]]]]  # subset -> (image, captions) per item
     folder: Path
     image_root: Path | None  # --image-root, if given
-    # caption options by (subset, seed), built once and shared by every model
-    options: dict[tuple[str, int], list[tuple[str, ...]]] = field(default_factory=dict)
+    # caption options by (subset, seed, sentence split), built once and shared by every model
+    options: dict[tuple[str, int, bool], list[tuple[str, ...]]] = field(default_factory=dict)
 
 
 class ARO(Task):
@@ -133,6 +134,7 @@ class ARO(Task):
         description="ARO: VG-Relation / VG-Attribution (true vs swapped caption for a cropped "
         "image) and COCO / Flickr30k-Order (caption vs four word-order shuffles)",
         main_score="accuracy",
+        scores=("accuracy_micro",),
         reference="Yuksekgonul et al., ICLR 2023; github.com/mertyg/vision-language-models-are-bows"
         " (dataset_zoo/aro_datasets.py, dataset_zoo/perturbations.py)",
         subsets=tuple(FILES),
@@ -197,11 +199,12 @@ class ARO(Task):
         rows = [r for r, ok in zip(rows, mask, strict=True) if ok]
         if not rows:
             return None
-        from bindkit.embed.images import load_image
+        from bindkit.embed.images import ImagePolicy, load_image
 
         assert root is not None
+        raw = ImagePolicy(exif=False)  # the original crops the stored pixels (no EXIF rotation)
         crops = [
-            load_image(root / r["image_path"]).crop(
+            load_image(root / r["image_path"], raw).crop(
                 (r["bbox_x"], r["bbox_y"], r["bbox_x"] + r["bbox_w"], r["bbox_y"] + r["bbox_h"])
             )
             for r in rows
@@ -230,9 +233,29 @@ class ARO(Task):
         }
         return {"scores": scores, "counts": counts}
 
+    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
+        """VG-Relation's per-relation and VG-Attribution's per-attribute-pair accuracy: the
+        groups the macro score averages (rows), one column per model."""
+        from bindkit.results.report import group_by_data
+
+        tables = []
+        for data_name, group in group_by_data(records):
+            for subset in VG_FILES:
+                found = [r for r in group if r.get("subset") == subset]
+                per = {label(r): as_dict(r["scores"].get("accuracy_by")) for r in found}
+                names = sorted({g for values in per.values() for g in values})
+                if not names:
+                    continue
+                rows = [[g, *(pct(per[m].get(g)) for m in per)] for g in names]
+                what = "relation" if subset == "vg_relation" else "attribute pair"
+                title = f"aro ({data_name}) {subset} accuracy per {what} (%)"
+                tables.append(Table(title, [what, *per], rows))
+        return tables
+
     def caption_options(self, data: AROData, subset: str) -> list[tuple[str, ...]]:
         """Every caption's five options for this task's seed, built once per dataset."""
-        key = (subset, self.order_seed)
+        split = order.sentence_split_available()
+        key = (subset, self.order_seed, split)
         if key not in data.options:
             captions = [c for _, caps in data.order[subset] for c in caps]
             bar = progress(len(captions), f"aro {subset} shuffles", unit="caption")
@@ -240,7 +263,7 @@ class ARO(Task):
                 captions,
                 self.order_seed,
                 order.spacy_tag,
-                order.nltk_tokenize,
+                lambda caption: order.nltk_tokenize(caption, split),
                 on_caption=lambda: bar.update(1),
             )
             bar.close()
@@ -265,8 +288,14 @@ class ARO(Task):
         keep = [i for i, image in enumerate(item_image) if image in where]
         if not keep:
             return None
-        texts = list(dict.fromkeys(text for i in keep for text in options[i]))
-        text_at = {t: i for i, t in enumerate(texts)}
+        # one text per token sequence: options that tokenise alike tie exactly, as in the original
+        first: dict[tuple[str, ...], str] = {}
+        for i in keep:
+            for text in options[i]:
+                first.setdefault(order.token_key(text), text)
+        texts = list(first.values())
+        at_key = {key: i for i, key in enumerate(first)}
+        text_at = {t: at_key[order.token_key(t)] for i in keep for t in options[i]}
         image_vectors = embedder.embed_images(
             _images.refs(found, root), role="query", instruction=self.query_instruction(subset, ctx)
         )

@@ -13,6 +13,7 @@ import importlib
 import os
 import pkgutil
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -59,7 +60,10 @@ class TaskMetadata:
         data_dir: Folder name under ``$BINDKIT_DATA`` when ``--data`` is not given.
         data_help: What ``--data`` should point to.
         version: Bump when a metric's definition changes: stored results are then recomputed.
-        scores: Further scores shown beside the main score in the headline.
+        scores: The benchmark's further official scores, shown beside the main score in the
+            headline and in the per-benchmark table.
+        averaged: The benchmark reports the mean over its subsets (MMEB's overall score): the
+            overview shows that mean; otherwise it shows each subset in its own column.
     """
 
     name: str
@@ -78,6 +82,7 @@ class TaskMetadata:
     data_help: str = ""
     version: int = 1
     scores: tuple[str, ...] = field(default=())
+    averaged: bool = False
 
     def __post_init__(self) -> None:
         if self.ties not in ("wrong", "correct", "share"):
@@ -99,6 +104,16 @@ class Dataset:
     payload: Any
     subsets: tuple[str, ...] = ("default",)
     has_images: bool = False
+    images_sha256: Callable[[], str] | None = None  # digest of the image files, computed lazily
+
+    def identity(self, pairing: str) -> str:
+        """The data hash a result on ``pairing`` depends on: for an image pairing of data whose
+        images are its own files, the text data and the image files together."""
+        if self.images_sha256 is None or "image" not in PAIRINGS[pairing]:
+            return self.sha256
+        import hashlib
+
+        return hashlib.sha256(f"{self.sha256}\n{self.images_sha256()}".encode()).hexdigest()
 
 
 @dataclass
@@ -108,6 +123,7 @@ class EvalContext:
     query_instruction: str | None = None  # the user's override (None: the task's default)
     image_root: Path | None = None
     warn: Any = None  # callable(str) for notes such as missing images
+    allow_missing_images: bool = False  # score the rest (a partial result) instead of stopping
 
     def note(self, message: str) -> None:
         if self.warn is not None:
@@ -140,6 +156,11 @@ class Task(ABC):
             if needed <= set(embedder.modalities):
                 out.append(pairing)
         return out
+
+    def default_subsets(self, dataset: Dataset) -> tuple[str, ...]:
+        """The subsets scored when ``--subsets`` is not given: all of the data's, unless the
+        benchmark scores one split of several (e.g. ColorSwap's test split)."""
+        return dataset.subsets
 
     def missing_subset(self, subset: str, dataset: Dataset) -> str | None:
         """Why one of this task's declared subsets is absent from ``dataset`` (its expected file

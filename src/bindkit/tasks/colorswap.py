@@ -2,19 +2,15 @@
 swap colour words between two objects, with their two images. Winoground's text, image and group
 scores, strict comparisons (see :mod:`bindkit.tasks._pairs`).
 
-Files as published: the Hub's parquet export (``data/test-*.parquet``) with columns ``id``,
-``image_1``, ``image_2`` (embedded image bytes), ``caption_1``, ``caption_2``.
+Files as published: the Hub's parquet export (``data/train-*.parquet``, ``data/test-*.parquet``)
+with columns ``id``, ``image_1``, ``image_2`` (embedded image bytes), ``caption_1``,
+``caption_2``. Each split is a subset; the test split alone is scored unless ``--subsets`` says.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from bindkit.embed.protocol import Embedder
-from bindkit.tasks._pairs import evaluate_pairs
-from bindkit.tasks._parquet_pairs import images_of, load_pairs
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks._parquet_pairs import ParquetPairsTask
+from bindkit.tasks.base import TaskMetadata
 
 COLUMNS = {
     "id": "id",
@@ -25,7 +21,7 @@ COLUMNS = {
 }
 
 
-class ColorSwap(Task):
+class ColorSwap(ParquetPairsTask):
     metadata = TaskMetadata(
         name="colorswap",
         description="ColorSwap: colour-swapped caption and image pairs; text, image, group scores",
@@ -39,15 +35,6 @@ class ColorSwap(Task):
         published="https://huggingface.co/datasets/stanfordnlp/colorswap (data/*.parquet)",
         data_dir="colorswap",
         data_help="the parquet file or the folder holding it (pip install 'bindkit[benchmarks]')",
+        subsets=("test",),
     )
-
-    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
-        assert data is not None
-        return load_pairs(data, "colorswap", self.metadata.data_help, COLUMNS)
-
-    def evaluate(
-        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
-    ) -> dict[str, Any]:
-        items = dataset.payload
-        images = (images_of(items, 0, dataset.source), images_of(items, 1, dataset.source))
-        return evaluate_pairs(embedder, items, images, self.query_instruction(subset, ctx), None)
+    columns = COLUMNS

@@ -3,7 +3,8 @@ meta-tasks; each row is a query and a candidate list whose first entry is the an
 ``argmax(scores) == 0``; an argmax keeps the first of equal maxima, so a tie with the answer
 counts as right (tie rule ``correct``).
 
-Files as published (TIGER-Lab/MMEB-eval on the Hub): ``<subset>/test-*.parquet`` with
+Files as published (TIGER-Lab/MMEB-eval on the Hub): ``<subset>/test-*.parquet``, or the Hub's
+``refs/convert/parquet`` layout ``<subset>/test/0000.parquet``, with
 ``qry_text``, ``qry_img_path``, ``tgt_text`` (list) and ``tgt_img_path`` (list), images from its
 ``images.zip`` under ``--image-root`` (default ``DATA/eval_images``). Every text carries its
 subset's own instruction (e.g. ``<|image_1|>\\nRepresent the given image with the following
@@ -112,11 +113,20 @@ def read_subset(files: list[Path]) -> list[MMEBRow]:
     return rows
 
 
+def subset_files(data: Path, subset: str) -> list[Path]:
+    """A subset's test parquet files: ``<subset>/*.parquet`` (the dataset's own layout), else
+    ``<subset>/test/*.parquet`` (the Hub's ``refs/convert/parquet`` export)."""
+    return sorted((data / subset).glob("*.parquet")) or sorted(
+        (data / subset / "test").glob("*.parquet")
+    )
+
+
 class MMEB(Task):
     metadata = TaskMetadata(
         name="mmeb",
         description="MMEB v1: Hit@1 on 36 subsets (classification, VQA, retrieval, grounding)",
         main_score="hit_at_1",
+        averaged=True,
         reference="Jiang et al., ICLR 2025 (VLM2Vec); github.com/TIGER-AI-Lab/VLM2Vec eval.py",
         subsets=SUBSETS,
         modalities=("text", "image"),
@@ -131,7 +141,7 @@ class MMEB(Task):
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None
-        present = [s for s in SUBSETS if sorted((data / s).glob("*.parquet"))]
+        present = [s for s in SUBSETS if subset_files(data, s)]
         if not present:
             raise DataFormatError(
                 f"{data}: no <subset>/*.parquet folders (e.g. {data / SUBSETS[0]}); pass "
@@ -139,7 +149,7 @@ class MMEB(Task):
             )
         rows, digests = {}, []
         for subset in present:
-            files = sorted((data / subset).glob("*.parquet"))
+            files = subset_files(data, subset)
             rows[subset] = read_subset(files)
             digests += [sha256_file(f) for f in files]
         root = image_root if image_root is not None else data / "eval_images"

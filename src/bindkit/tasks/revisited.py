@@ -1,11 +1,12 @@
 """Revisited Oxford and Paris (Radenović et al., CVPR 2018; filipradenovic/revisitop): 70 query
-images, cropped to their bounding boxes, retrieve landmark photos from 4,993 / 6,322. mAP under
-the Easy, Medium and Hard protocols with junk images removed from the ranking
-(:mod:`bindkit.metrics.instance`).
+images, cropped to their bounding boxes, retrieve landmark photos from 4,993 / 6,322. mAP and
+mP@1/5/10 under the Easy, Medium and Hard protocols with junk images removed from the ranking
+(:mod:`bindkit.metrics.instance`), as revisitop's example_evaluate.py reports them.
 
-Files as published: ``<data>/gnd_roxford5k.pkl`` (or ``.mat``) with ``imlist``, ``qimlist`` and
-``gnd`` (per query ``bbx``, ``easy``, ``hard``, ``junk``), and ``<data>/jpg/<name>.jpg``.
-The ``.pkl`` is a Python pickle: load only files you downloaded from the publisher.
+Files as published: ``<data>/gnd_roxford5k.pkl`` (revisitop's Python ground truth; its MATLAB
+``.mat`` copy is not read) with ``imlist``, ``qimlist`` and ``gnd`` (per query ``bbx``,
+``easy``, ``hard``, ``junk``), and ``<data>/jpg/<name>.jpg``. The ``.pkl`` is a Python pickle:
+load only files you downloaded from the publisher.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from bindkit._io import sha256_file
 from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.metrics.instance import revisited_maps
+from bindkit.metrics.instance import KAPPAS, revisited_maps
 from bindkit.tasks import _images
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
@@ -29,6 +30,12 @@ PUBLISHED = "http://cmp.felk.cvut.cz/revisitop/ (gnd_*.pkl and the jpg/ folder)"
 
 def read_gnd(path: Path) -> dict[str, Any]:
     """The ground-truth file as a dict with ``imlist``, ``qimlist`` and ``gnd``."""
+    mat = path.with_suffix(".mat")
+    if path.suffix == ".mat" or (not path.is_file() and mat.is_file()):
+        raise DataFormatError(
+            f"{mat}: MATLAB ground truth is not read; pass {path.with_suffix('.pkl').name}, "
+            f"revisitop's Python copy (published at {PUBLISHED})"
+        )
     if not path.is_file():
         raise DataFormatError(f"{path}: not found; it is published at {PUBLISHED}")
     try:
@@ -88,11 +95,12 @@ class _Revisited(Task):
 
 
 def _crop(path: Path, bbx: Any) -> Any:
-    """The query image cropped to its box, as revisitop's examples do (PIL ``crop``)."""
-    from bindkit.embed.images import load_image
+    """The query image cropped to its box, as revisitop's examples do (PIL ``crop`` of the
+    stored pixels: the box is in their coordinates, so no EXIF rotation first)."""
+    from bindkit.embed.images import ImagePolicy, load_image
 
     box = tuple(float(v) for v in np.ravel(bbx)[:4])
-    return load_image(path).crop(box)
+    return load_image(path, ImagePolicy(exif=False)).crop(box)
 
 
 def _meta(name: str, city: str) -> TaskMetadata:
@@ -100,7 +108,11 @@ def _meta(name: str, city: str) -> TaskMetadata:
         name=name,
         description=f"Revisited {city}: instance retrieval mAP, Easy/Medium/Hard, query crops",
         main_score="map_medium",
-        scores=("map_easy", "map_hard"),
+        scores=(
+            "map_easy",
+            "map_hard",
+            *(f"mp_at_{k}_{s}" for s in ("easy", "medium", "hard") for k in KAPPAS),
+        ),
         reference="Radenović et al., CVPR 2018; github.com/filipradenovic/revisitop",
         modalities=("image",),
         pairings=("ii",),

@@ -81,18 +81,26 @@ class SaberTask(Task):
                     f"and {number}); remove the duplicate line or regenerate the set"
                 )
             seen[mcq.id] = number
-        has_images = all(item.image is not None for m in saber.mcqs for item in m.items)
+        # a partly rendered set still has image pairings: they stop on (or skip) the gaps
+        has_images = any(item.image is not None for m in saber.mcqs for item in m.items)
         name = Path(data).resolve().name or "saber"
         return Dataset(
-            name, sha256_file(saber_file(data)), str(Path(data)), saber, has_images=has_images
+            name,
+            sha256_file(saber_file(data)),
+            str(Path(data)),
+            saber,
+            has_images=has_images,
+            images_sha256=_images_digest(saber),
         )
 
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
         saber: SaberSet = dataset.payload
         query_modality, candidate_modality = PAIRINGS[pairing]
-        mcqs = list(saber.mcqs)
+        mcqs, missing = _with_images(saber, pairing, ctx)
+        if not mcqs:
+            return None
         queries = [m.query for m in mcqs]
         candidates = [c for m in mcqs for c in m.candidates]
         q = embed(
@@ -105,7 +113,10 @@ class SaberTask(Task):
         g = embed(
             embedder, candidate_modality, _inputs(saber, candidates, candidate_modality), "document"
         )
-        return score_saber(mcqs, q, g, swap_supersets=self.swap_supersets)
+        result = score_saber(mcqs, q, g, swap_supersets=self.swap_supersets)
+        if missing is not None:
+            result["counts"] |= {"missing_images": missing, "mcqs_total": len(saber.mcqs)}
+        return result
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         from bindkit.results.report import group_by_data
@@ -114,6 +125,58 @@ class SaberTask(Task):
         for data_name, group in group_by_data(records):
             tables += _saber_tables(data_name, group)
         return tables
+
+
+def _with_images(saber: SaberSet, pairing: str, ctx: EvalContext) -> tuple[list[MCQ], int | None]:
+    """The MCQs whose images this pairing needs all exist, and how many images are missing
+    (None for tt); missing ones stop the run unless ``--allow-missing-images``."""
+    from bindkit.saber.io import IMAGES_DIR
+    from bindkit.tasks import _images
+
+    query_modality, candidate_modality = PAIRINGS[pairing]
+    if "image" not in (query_modality, candidate_modality):
+        return list(saber.mcqs), None
+
+    def needed(mcq: MCQ) -> list[Item]:
+        items = [mcq.query] if query_modality == "image" else []
+        return items + (list(mcq.candidates) if candidate_modality == "image" else [])
+
+    names = [
+        item.image or f"{IMAGES_DIR}/{item.id}.png (not rendered)"
+        for mcq in saber.mcqs
+        for item in needed(mcq)
+    ]
+    fix = f"render them (`bindkit saber render {saber.directory}`)"
+    mask = _images.present(names, saber.directory, "saber", "", ctx, fix)
+    keep, start = [], 0
+    for mcq in saber.mcqs:
+        end = start + len(needed(mcq))
+        if mask[start:end].all():
+            keep.append(mcq)
+        start = end
+    return keep, int((~mask).sum())
+
+
+def _images_digest(saber: SaberSet) -> Any:
+    """The image files' digest, read from the files (not the manifest) once, when first asked:
+    an image redrawn or replaced since the last run changes the image pairings' identity."""
+    import hashlib
+    from functools import cache
+
+    from bindkit._io import sha256_file
+
+    @cache
+    def digest() -> str:
+        out = hashlib.sha256()
+        for item in (i for m in saber.mcqs for i in m.items):
+            path = saber.image_path(item)
+            if path is None:
+                continue
+            found = sha256_file(path) if path.is_file() else "missing"  # reported when scored
+            out.update(f"{item.id}\t{item.image}\t{found}\n".encode())
+        return out.hexdigest()
+
+    return digest
 
 
 def _inputs(saber: SaberSet, items: list[Item], modality: str) -> list[Any]:

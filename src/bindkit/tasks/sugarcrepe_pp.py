@@ -1,7 +1,9 @@
 """SugarCrepe++ (Dumpala et al., NeurIPS 2024; Sri-Harsha/scpp): two positive captions P1, P2 and
 one negative N per COCO image, in five subsets.
 
-- ITT (pairing ``it``): correct when s(I, P1) > s(I, N) and s(I, P2) > s(I, N).
+- ITT (pairing ``it``): correct when s(I, P1) > s(I, N) and s(I, P2) > s(I, N); the paper's
+  Image-P1-Neg and Image-P2-Neg rows are each comparison alone (``image_p1_neg``,
+  ``image_p2_neg``).
 - TOT (pairing ``tt``, text-only models too): correct when s(P1, P2) > s(P1, N) and
   s(P1, P2) > s(P2, N).
 
@@ -63,7 +65,7 @@ class SugarCrepePP(Task):
         name="sugarcrepe_pp",
         description="SugarCrepe++: two positives vs a negative, image-text (ITT), text-only (TOT)",
         main_score="tot_accuracy",
-        scores=("itt_accuracy",),
+        scores=("itt_accuracy", "image_p1_neg", "image_p2_neg"),
         reference="Dumpala et al., NeurIPS 2024 Datasets & Benchmarks; github.com/Sri-Harsha/scpp",
         subsets=SUBSETS,
         modalities=("text", "image"),
@@ -113,7 +115,13 @@ class SugarCrepePP(Task):
         )
         correct = score_itt(images, p1, p2, n)
         counts["scored"] = len(rows)
-        return {"scores": {"itt_accuracy": float(correct.mean())}, "counts": counts}
+        negative = rowdot(images, n)
+        scores = {
+            "itt_accuracy": float(correct.mean()),
+            "image_p1_neg": float(beats(rowdot(images, p1), negative).mean()),
+            "image_p2_neg": float(beats(rowdot(images, p2), negative).mean()),
+        }
+        return {"scores": scores, "counts": counts}
 
 
 def _embed_captions(

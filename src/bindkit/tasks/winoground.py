@@ -16,9 +16,10 @@ from typing import Any
 from bindkit._io import sha256_file
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
+from bindkit.results.tables import Table
 from bindkit.tasks import _images
 from bindkit.tasks._files import jsonl_rows, need_file
-from bindkit.tasks._pairs import PairItem, evaluate_pairs
+from bindkit.tasks._pairs import PairItem, evaluate_pairs, tag_tables
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
 FIELDS = ("caption_0", "caption_1", "image_0", "image_1")
@@ -86,3 +87,7 @@ class Winoground(Task):
         )
         result["counts"] |= {"missing_images": int((~mask).sum()), "items_total": n}
         return result
+
+    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
+        """Text, image and group scores per tag (the paper's Object / Relation / Both)."""
+        return tag_tables(self.metadata.name, "tag", records)

@@ -14,12 +14,15 @@ Each reference family runs with its reference code's image pipeline and position
   to 200,704..1,003,520 pixels (256..1,280 tokens); 1-D positions, since the reference runs the
   text-only decoder of transformers <= 4.51; ``max_length`` 1800.
 - ``vlm2vec``: the processor's resize with VLM2Vec's bounds (3,136..1,003,520), optionally after
-  the official eval's squash to ``square`` x ``square``; 1-D positions (a bare ``<|image_pad|>``
-  has no ``<|vision_start|>`` for M-RoPE to find).
+  the official eval's squash to ``square`` x ``square``; an image with a side under 28 pixels is
+  first resized to 56 x 56, as VLM2Vec's Qwen2-VL input function does; 1-D positions (a bare
+  ``<|image_pad|>`` has no ``<|vision_start|>`` for M-RoPE to find).
 - ``mllm``: the checkpoint's own processor bounds; M-RoPE.
 
-The first three open images as qwen-vl-utils does (no EXIF transpose; RGBA composited on white
-for qwen3-vl-embedding and gme).
+The first three open images without EXIF transpose, as their references do. Transparency as
+each reference: qwen3-vl-embedding composites RGBA on white (qwen-vl-utils ``to_rgb``); gme drops
+alpha (its own copy of ``fetch_image`` calls ``convert("RGB")``); vlm2vec hands the opened image
+to the Qwen2-VL processor, whose ``convert_to_rgb`` composites RGBA on white.
 """
 
 from __future__ import annotations
@@ -95,17 +98,30 @@ FAMILY_DEFAULTS: dict[str, FamilyDefaults] = {
         stages=((4 * 28 * 28, 16384 * 28 * 28), (256 * 28 * 28, 1280 * 28 * 28)),
         processor_resizes=False,
         max_length=1800,
-        policy=_QWEN_VL_UTILS,
+        policy=ImagePolicy(exif=False, alpha_on_white=False),  # fetch_image: convert("RGB")
     ),
     # VLM2Vec src/arguments.py: min_pixels 3136, max_pixels 1003520; images opened by PIL
     "vlm2vec": FamilyDefaults(
         positions="1d",
         min_pixels=3136,
         max_pixels=1003520,
-        policy=ImagePolicy(exif=False, alpha_on_white=False),
+        policy=ImagePolicy(exif=False, alpha_on_white=True),  # the processor's convert_to_rgb
     ),
     "mllm": FamilyDefaults(),
 }
+
+
+VLM2VEC_MIN_SIDE = 28
+
+
+def vlm2vec_min_side(image: Any) -> Any:
+    """VLM2Vec's Qwen2-VL input function: an image with a side under 28 pixels becomes 56 x 56
+    (PIL's default bicubic resize), whatever its aspect ratio."""
+    from PIL import Image
+
+    if min(image.size) < VLM2VEC_MIN_SIDE:
+        return image.resize((2 * VLM2VEC_MIN_SIDE, 2 * VLM2VEC_MIN_SIDE), Image.Resampling.BICUBIC)
+    return image
 
 
 class MLLMEmbedder(TorchEmbedder):
@@ -374,6 +390,8 @@ class MLLMEmbedder(TorchEmbedder):
         """The family's resizes before the image processor (square squash, smart_resize)."""
         from PIL import Image
 
+        if self.family == "vlm2vec":
+            image = vlm2vec_min_side(image)
         if self.square:
             image = image.resize((self.square, self.square), Image.Resampling.BICUBIC)
         for stage in self.stages:

@@ -13,11 +13,17 @@ functions it calls, without requiring torchvision:
 
 with ``interpolation`` ``bilinear`` or ``bicubic`` (``random`` means bicubic at eval time), then
 scale to [0, 1] and normalise with ``mean``/``std``.
+
+open_clip imports torchvision at import time, and torchvision's PyPI wheels do not import beside
+the CPU build of torch. Since bindkit calls no torchvision function, :func:`import_open_clip`
+lets open_clip import with stand-in torchvision modules when the real one cannot be imported
+(``pip install --no-deps open_clip_torch ftfy wcwidth`` is then a working install).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +37,78 @@ from bindkit.errors import BindkitError
 
 _CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 _CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+_TORCHVISION_MODULES = (
+    "torchvision",
+    "torchvision.io",
+    "torchvision.transforms",
+    "torchvision.transforms.functional",
+    "torchvision.ops",
+    "torchvision.ops.misc",
+)
+
+
+@contextlib.contextmanager
+def stand_in_torchvision() -> Iterator[None]:
+    """Stand-in torchvision modules while a package that imports torchvision is imported
+    (unless the real one imports); removed afterwards. Any attribute of them is an inert
+    class, so module-level ``from torchvision... import X`` lines succeed."""
+    import importlib
+    import importlib.machinery
+    import sys
+    import types
+
+    try:
+        importlib.import_module("torchvision")
+    except Exception:  # missing, or a wheel built for another torch (RuntimeError)
+        for name in [m for m in sys.modules if m.split(".")[0] == "torchvision"]:
+            sys.modules.pop(name)
+    else:
+        yield
+        return
+
+    class AnyAttribute(type):
+        def __getattr__(cls, attr: str) -> Any:
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            return cls
+
+    class Anything(metaclass=AnyAttribute):
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def anything(attr: str) -> type:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return Anything
+
+    for name in _TORCHVISION_MODULES:
+        module = types.ModuleType(name)
+        module.__getattr__ = anything  # type: ignore[method-assign]
+        module.__spec__ = importlib.machinery.ModuleSpec(name, None)
+        sys.modules[name] = module
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, module)
+    try:
+        yield
+    finally:
+        for name in _TORCHVISION_MODULES:
+            sys.modules.pop(name, None)
+
+
+def import_open_clip() -> Any:
+    """``open_clip``, importable without a working torchvision (see the module docstring)."""
+    try:
+        with stand_in_torchvision():
+            import open_clip
+    except ImportError as exc:
+        raise BindkitError(
+            "open_clip: models need open_clip_torch; pip install --no-deps "
+            "'open_clip_torch>=3.3,<4' ftfy wcwidth (or pip install 'bindkit[clip]' where "
+            "torchvision's wheels match your torch)"
+        ) from exc
+    return open_clip
 
 
 @dataclass(frozen=True)
@@ -70,8 +148,11 @@ def _pad_and_crop(image: Any, height: int, width: int, fill: int) -> Any:
     if width > image.width or height > image.height:
         left = (width - image.width) // 2 if width > image.width else 0
         top = (height - image.height) // 2 if height > image.height else 0
+        bands = len(image.getbands())  # the fill goes into every band, as torchvision's pad
         canvas = Image.new(
-            image.mode, (max(width, image.width), max(height, image.height)), (fill,) * 3
+            image.mode,
+            (max(width, image.width), max(height, image.height)),
+            fill if bands == 1 else (fill,) * bands,
         )
         canvas.paste(image, (left, top))
         image = canvas
@@ -83,7 +164,7 @@ def _pad_and_crop(image: Any, height: int, width: int, fill: int) -> Any:
 
 
 def resize_and_crop(image: Any, cfg: Preprocess) -> Any:
-    """One RGB PIL image → the ``cfg.size`` PIL image open_clip's eval transform would make."""
+    """One PIL image → the ``cfg.size`` PIL image (same mode) open_clip's eval transform makes."""
     from PIL import Image
 
     height, width = cfg.size
@@ -108,8 +189,10 @@ def resize_and_crop(image: Any, cfg: Preprocess) -> Any:
 
 
 def preprocess(image: Any, cfg: Preprocess) -> np.ndarray:
-    """One RGB PIL image → a (3, height, width) float32 array, open_clip's eval transform."""
-    pixels = np.asarray(resize_and_crop(image, cfg), dtype=np.float32) / np.float32(255.0)
+    """One PIL image (any mode) → a (3, height, width) float32 array, open_clip's eval transform:
+    resize and crop in the image's own mode, then ``convert("RGB")``, scale and normalise."""
+    rgb = resize_and_crop(image, cfg).convert("RGB")
+    pixels = np.asarray(rgb, dtype=np.float32) / np.float32(255.0)
     scaled = (pixels - np.asarray(cfg.mean, dtype=np.float32)) / np.asarray(
         cfg.std, dtype=np.float32
     )
@@ -120,8 +203,9 @@ class OpenClipEmbedder(TorchEmbedder):
     """Text and image towers of an open_clip model (roles and instructions are ignored)."""
 
     modalities = frozenset({"text", "image"})
-    #: open_clip's loaders open files with PIL and ``convert("RGB")``: no EXIF transpose
-    image_policy = ImagePolicy(exif=False, alpha_on_white=False)
+    #: open_clip's loaders open files with PIL (no EXIF transpose); its eval transform resizes
+    #: and crops the image in its own mode and only then converts to RGB (alpha dropped)
+    image_policy = ImagePolicy(exif=False, alpha_on_white=False, rgb=False)
 
     def __init__(
         self,
@@ -139,12 +223,7 @@ class OpenClipEmbedder(TorchEmbedder):
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if model is None:
-            try:
-                import open_clip
-            except ImportError as exc:
-                raise BindkitError(
-                    "open_clip: models need open_clip_torch; pip install 'bindkit[clip]'"
-                ) from exc
+            open_clip = import_open_clip()
             try:
                 model = open_clip.create_model(arch, pretrained=self.pretrained, device=self.device)
             except RuntimeError as exc:
@@ -179,6 +258,7 @@ class OpenClipEmbedder(TorchEmbedder):
                 "fill_color": self.preprocess.fill_color,
                 "exif": self.image_policy.exif,
                 "alpha_on_white": self.image_policy.alpha_on_white,
+                "rgb_after_resize": not self.image_policy.rgb,
             },
         }
 

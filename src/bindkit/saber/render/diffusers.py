@@ -7,7 +7,6 @@ reproduces it.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,11 +89,13 @@ class DiffusersBackend:
             self.pipeline.set_progress_bar_config(disable=True)
         return self.pipeline
 
-    def render(self, item: Item, mcq: MCQ) -> Any:
+    def render(self, item: Item, mcq: MCQ, variant: int = 0) -> Any:
         import torch
 
+        from bindkit.saber.render.procedural import item_seed_key
+
         pipe = self._load()
-        digest = hashlib.sha256(f"{self.seed}/{item.id}".encode()).digest()
+        digest = item_seed_key(self.seed, item.id, variant)
         generator = torch.Generator(self._device()).manual_seed(
             int.from_bytes(digest[:4], "little")
         )

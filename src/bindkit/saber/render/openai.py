@@ -127,7 +127,9 @@ class OpenAIImagesBackend:
         payload.update(dict(self.extra))
         return payload
 
-    def render(self, item: Item, mcq: MCQ) -> Any:
+    def render(self, item: Item, mcq: MCQ, variant: int = 0) -> Any:
+        """One generation request (the endpoint samples anew on each: a redo's ``variant``
+        needs no seed)."""
         import httpx
         from PIL import Image
 

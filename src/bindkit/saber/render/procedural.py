@@ -138,8 +138,15 @@ def draw_scene(placements: Sequence[Placement], width: int, height: int) -> np.n
     return result
 
 
-def _item_rng(seed: int, item_id: str) -> np.random.Generator:
-    digest = hashlib.sha256(f"{seed}/{item_id}".encode()).digest()
+def item_seed_key(seed: int, item_id: str, variant: int = 0) -> bytes:
+    """What a backend seeds an item's draw with: the seed, the item and its redo counter (a
+    first draw keeps the key of renders made before the counter existed)."""
+    key = f"{seed}/{item_id}" if variant == 0 else f"{seed}/{item_id}/redo-{variant}"
+    return hashlib.sha256(key.encode()).digest()
+
+
+def _item_rng(seed: int, item_id: str, variant: int = 0) -> np.random.Generator:
+    digest = item_seed_key(seed, item_id, variant)
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
@@ -189,10 +196,12 @@ class ProceduralBackend:
                             "generate the set with `bindkit saber generate --vocab shapes`"
                         )
 
-    def render(self, item: Item, mcq: MCQ) -> Any:
-        """The item's scene as a PIL image (not yet flipped)."""
+    def render(self, item: Item, mcq: MCQ, variant: int = 0) -> Any:
+        """The item's scene as a PIL image (not yet flipped); ``variant`` > 0 (a redo) draws
+        another layout of the same scene."""
         from PIL import Image
 
         objects = [(obj, attr, mcq.realizations[attr].slots) for attr, obj in item.bindings]
-        placements = layout(objects, self.size, self.size, _item_rng(self.seed, item.id))
+        rng = _item_rng(self.seed, item.id, variant)
+        placements = layout(objects, self.size, self.size, rng)
         return Image.fromarray(draw_scene(placements, self.size, self.size), "RGB")

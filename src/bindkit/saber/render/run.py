@@ -1,10 +1,16 @@
 """Render a SABER directory's images with any backend, resumably.
 
 Every item's scene goes to ``DIR/images/<item id>.png``, mirrored when the item's ``flip`` flag is
-set (the file on disk is final; the manifest records ``flip_applied``). An image that already
-exists and decodes completely is kept, so a killed render continues where it stopped; a corrupt
-or truncated file is redone. Images are written atomically. At the end ``saber.jsonl`` gets the
-``image`` fields and the manifest an ``images`` section (backend, model, options, count, hash).
+set (the file on disk is final; the manifest records ``flip_applied``). Each PNG carries what it
+was drawn for (text chunks: the hash of the item's prompt, bindings, realisations and flip; the
+redo counter; the backend's description), so an image is kept only while it decodes completely
+and still shows its item: a killed render continues where it stopped, a corrupt file is redone,
+and an item whose data changed since (``saber generate --overwrite``) is drawn again. ``--redo``
+raises the item's redo counter, which enters the backend's seed: a new variant. Images are
+written atomically. At the end ``saber.jsonl`` gets the ``image`` fields and the manifest an
+``images`` section: backend, model, options (only when every image shares them), count, set
+hash, ``renders`` (each description by key) and ``items`` (per image: ``sha256``,
+``prompt_sha256``, ``redo``, ``render``).
 """
 
 from __future__ import annotations
@@ -21,7 +27,10 @@ from typing import Any, Protocol
 
 from bindkit._lock import directory_lock
 from bindkit.errors import BindkitError, path_error
-from bindkit.saber.io import IMAGES_DIR, MCQ, Item, read_saber, write_saber
+from bindkit.saber.io import IMAGES_DIR, MCQ, Item, drawn_for_sha256, read_saber, write_saber
+
+# PNG text chunks: what the image was drawn for
+DRAWN_FOR, REDO, RENDER = "bindkit:prompt_sha256", "bindkit:redo", "bindkit:render"
 
 
 class RenderBackend(Protocol):
@@ -34,7 +43,9 @@ class RenderBackend(Protocol):
 
     def check(self, mcqs: Sequence[MCQ]) -> None: ...
 
-    def render(self, item: Item, mcq: MCQ) -> Any: ...
+    def render(self, item: Item, mcq: MCQ, variant: int = 0) -> Any:
+        """The item's scene; ``variant`` (the redo counter) > 0 asks for a different draw."""
+        ...
 
 
 @dataclass
@@ -45,6 +56,7 @@ class RenderSummary:
     rendered: int = 0
     kept: int = 0
     redone: int = 0  # existing files that were corrupt, or listed in --redo
+    stale: int = 0  # valid files drawn for other data (or by a render that did not record it)
     failed: list[tuple[str, str]] = field(default_factory=list)
     manifest: dict[str, Any] | None = None
 
@@ -54,6 +66,7 @@ class RenderSummary:
             ("rendered now", self.rendered),
             ("kept (already valid)", self.kept),
             ("redone (corrupt or --redo)", self.redone),
+            ("redrawn (data changed)", self.stale),
             ("failed", len(self.failed)),
         ]
         return "\n".join(f"  {name:<28}{value:>8}" for name, value in rows)
@@ -65,14 +78,21 @@ def image_name(item: Item) -> str:
 
 def is_valid_image(path: Path, size: tuple[int, int] | None = None) -> bool:
     """True when ``path`` decodes completely (and has ``size``, if given)."""
+    return image_record(path, size) is not None
+
+
+def image_record(path: Path, size: tuple[int, int] | None = None) -> dict[str, str] | None:
+    """The text chunks of a PNG that decodes completely (and has ``size``); None otherwise."""
     from PIL import Image
 
     try:
         with Image.open(path) as image:
             image.load()
-            return size is None or image.size == size
+            if size is not None and image.size != size:
+                return None
+            return dict(getattr(image, "text", {}) or {})
     except (OSError, SyntaxError, ValueError):
-        return False
+        return None
 
 
 def read_rejects(path: str | Path) -> set[str]:
@@ -96,13 +116,17 @@ def read_rejects(path: str | Path) -> set[str]:
     return {line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")}
 
 
-def _encode_png(image: Any, flip: bool) -> bytes:
+def _encode_png(image: Any, flip: bool, chunks: dict[str, str]) -> bytes:
     from PIL import ImageOps
+    from PIL.PngImagePlugin import PngInfo
 
     if flip:
         image = ImageOps.mirror(image)
+    info = PngInfo()
+    for key, value in chunks.items():
+        info.add_text(key, value)
     buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="PNG", compress_level=3)
+    image.convert("RGB").save(buffer, format="PNG", compress_level=3, pnginfo=info)
     return buffer.getvalue()
 
 
@@ -127,11 +151,26 @@ def write_image(path: Path, data: bytes) -> None:
         raise
 
 
-def _job(backend: RenderBackend, item: Item, mcq: MCQ, path: str) -> str | None:
-    """Render one item to ``path``; return the error message instead of raising."""
+@dataclass(frozen=True)
+class _Todo:
+    item: Item
+    mcq: MCQ
+    path: str
+    chunks: dict[str, str]  # what the image is drawn for, stored in the PNG
+
+    @property
+    def variant(self) -> int:
+        return int(self.chunks[REDO])
+
+
+def _job(backend: RenderBackend, todo: _Todo) -> str | None:
+    """Render one item to its path; return the error message instead of raising."""
     try:
-        image = backend.render(item, mcq)
-        write_image(Path(path), _encode_png(image, item.flip))
+        if todo.variant:
+            image = backend.render(todo.item, todo.mcq, todo.variant)
+        else:
+            image = backend.render(todo.item, todo.mcq)
+        write_image(Path(todo.path), _encode_png(image, todo.item.flip, todo.chunks))
     except BindkitError as exc:
         if getattr(exc, "fatal", False) or isinstance(exc, OSError):  # a deadline, a full disk
             raise
@@ -148,18 +187,15 @@ def _executor(backend: RenderBackend, workers: int) -> Executor | None:
 
 
 def _results(
-    backend: RenderBackend, todo: list[tuple[Item, MCQ]], directory: Path, workers: int
+    backend: RenderBackend, todo: list[_Todo], workers: int
 ) -> Iterator[tuple[Item, str | None]]:
     executor = _executor(backend, workers)
     if executor is None:
-        for item, mcq in todo:
-            yield item, _job(backend, item, mcq, str(directory / image_name(item)))
+        for job in todo:
+            yield job.item, _job(backend, job)
         return
     with executor:
-        futures = {
-            executor.submit(_job, backend, item, mcq, str(directory / image_name(item))): item
-            for item, mcq in todo
-        }
+        futures = {executor.submit(_job, backend, job): job.item for job in todo}
         from concurrent.futures import as_completed
 
         for future in as_completed(futures):
@@ -213,21 +249,34 @@ def render_saber(
                 "pass a rejects file exported from this directory's review page"
             )
         summary = RenderSummary(items=len(known))
+        description = _canonical(backend.describe())
         done: set[str] = set()
-        todo: list[tuple[Item, MCQ]] = []
+        chunks: dict[str, dict[str, str]] = {}  # per item: the record of its image
+        todo: list[_Todo] = []
         for mcq in data.mcqs:
             for item in mcq.items:
                 path = directory / image_name(item)
-                if item.id not in redo and is_valid_image(path):
+                drawn_for = drawn_for_sha256(item, mcq)
+                found = image_record(path) if path.exists() else None
+                shows_item = found is not None and found.get(DRAWN_FOR) == drawn_for
+                if found is not None and shows_item and item.id not in redo and _complete(found):
                     summary.kept += 1
                     done.add(item.id)
+                    chunks[item.id] = found
                     continue
-                if path.exists():
+                variant = _redo_count(found) if shows_item else 0
+                if item.id in redo and shows_item:
+                    variant += 1
+                if found is not None and not shows_item:
+                    summary.stale += 1
+                elif path.exists():
                     summary.redone += 1
-                todo.append((item, mcq))
+                record = {DRAWN_FOR: drawn_for, REDO: str(variant), RENDER: description}
+                chunks[item.id] = record
+                todo.append(_Todo(item, mcq, str(path), record))
         (directory / IMAGES_DIR).mkdir(exist_ok=True)
         bar = _progress(len(todo), f"rendering ({backend.name})", progress)
-        for item, error in _results(backend, todo, directory, workers):
+        for item, error in _results(backend, todo, workers):
             bar.update(1)
             if error is None:
                 summary.rendered += 1
@@ -237,19 +286,67 @@ def render_saber(
             else:
                 summary.failed.append((item.id, error))
         bar.close()
+        section = _section(backend, {i: chunks[i] for i in sorted(done)})
         summary.manifest = write_saber(
-            directory, _with_images(data.mcqs, done), {"images": _section(backend)}
+            directory, _with_images(data.mcqs, done), {"images": section}
         )
     return summary
 
 
-def _section(backend: RenderBackend) -> dict[str, Any]:
+def _canonical(described: dict[str, Any]) -> str:
+    from bindkit._io import canonical_json
+
+    return canonical_json(
+        {k: described.get(k) for k in ("backend", "model")}
+        | {"options": described.get("options", {})}
+    )
+
+
+def _complete(found: dict[str, str] | None) -> bool:
+    """The record names a redo counter and a parseable render description."""
+    import json
+
+    if found is None or not found.get(REDO, "").isdigit():
+        return False
+    try:
+        return isinstance(json.loads(found.get(RENDER, "")), dict)
+    except ValueError:
+        return False
+
+
+def _redo_count(found: dict[str, str] | None) -> int:
+    try:
+        return max(int((found or {}).get(REDO, "0")), 0)
+    except ValueError:
+        return 0
+
+
+def _section(backend: RenderBackend, chunks: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """The manifest's images section: each distinct render description once (by a short key),
+    and per image what it was drawn for; top-level options only when every image shares them."""
+    import hashlib
+    import json
+
+    renders: dict[str, Any] = {}
+    items: dict[str, dict[str, Any]] = {}
+    for item_id, found in chunks.items():
+        text = found[RENDER]
+        key = hashlib.sha256(text.encode()).hexdigest()[:12]
+        renders.setdefault(key, json.loads(text))
+        items[item_id] = {
+            "prompt_sha256": found[DRAWN_FOR],
+            "redo": _redo_count(found),
+            "render": key,
+        }
     described = backend.describe()
+    shared = next(iter(renders.values())) if len(renders) == 1 else None
     return {
         "backend": described["backend"],
         "model": described.get("model"),
-        "options": described.get("options", {}),
+        "options": shared["options"] if shared is not None else None,
         "flip_applied": True,
+        "renders": renders,
+        "items": items,
     }
 
 
