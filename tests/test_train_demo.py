@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from bindkit.demo.finetune import DemoOptions, context_sentences, list_triplets
+from bindkit.demo.finetune import (
+    DemoOptions,
+    context_sentences,
+    list_triplets,
+    paraphrase_triplets,
+)
 from bindkit.errors import BindkitError
 
 
@@ -60,6 +65,25 @@ def test_list_triplets_keep_bindings_and_swap_them() -> None:
             assert row["positive"] != row["negative"]
     assert list_triplets(examples, seed=3) == rows
     assert list_triplets(examples, seed=4) != rows
+
+
+def test_paraphrase_triplets_reword_the_caption_and_keep_its_swap() -> None:
+    examples = [e for e in _examples(40) if e.negatives]
+    rows = paraphrase_triplets(examples, seed=3)
+    assert len(rows) == 2 * len(examples)
+    for example, pair in zip(examples, zip(rows[::2], rows[1::2], strict=True), strict=True):
+        for row, kind in zip(pair, ("attribute", "object"), strict=True):
+            assert row["query"] == example.positive and row["negative_kind"] == kind
+            # the negative is the caption's own swap; the positive names every pair, in words
+            # other than the caption's, and the caption's scene
+            assert row["negative"] == example.negatives[kind]
+            listed, _, scene = row["positive"].rstrip(".").partition(", in ")
+            listed = listed[0].lower() + listed[1:]
+            assert _pairs(listed) == _grouped([*example.bindings, *example.distractors]), row
+            assert scene == (example.targets.get("context") or ""), row
+            assert row["positive"] != example.positive
+    assert paraphrase_triplets(examples, seed=3) == rows
+    assert paraphrase_triplets(examples, seed=4) != rows
 
 
 def test_context_sentences_are_the_captions_scenes() -> None:

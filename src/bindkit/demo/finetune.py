@@ -143,6 +143,51 @@ def run_demo(options: DemoOptions) -> dict[str, Any]:
         return _run(options, out)
 
 
+def paraphrase(example: Any, rng: random.Random) -> str:
+    """Another wording of the example's caption: its pairs (distractors included) as a list in
+    a random order, then its scene ("A dry map, a sour camera and a marshy lamp, in a garage.").
+    """
+    listed = relist([*example.bindings, *example.distractors], rng, avoid=example.query)
+    context = (example.targets or {}).get("context")
+    text = f"{listed}, in {context.rstrip('.')}" if context else listed
+    return text[0].upper() + text[1:] + "."
+
+
+def paraphrase_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
+    """Two caption-to-caption triplets per example: the query is the example's full caption,
+    the positive another wording of it (:func:`paraphrase`), the negative the caption's own
+    attribute swap (or object swap).
+
+    The negative shares almost every word with the query and the positive few, as in
+    SugarCrepe++'s text-only test: word overlap points the wrong way, only binding helps.
+
+    Example:
+        >>> from bindkit.synth.example import Example
+        >>> ex = Example("e1", "pair_swap", [("red", "cube"), ("blue", "kite")], "A red cube "
+        ...              "sat by a blue kite in a barn.", query="a red cube and a blue kite",
+        ...              negatives={"attribute": "A blue cube sat by a red kite in a barn.",
+        ...                         "object": "A red kite sat by a blue cube in a barn."},
+        ...              targets={"context": "a barn"})
+        >>> row = paraphrase_triplets([ex])[0]
+        >>> row["positive"], row["negative"]
+        ('A blue kite and a red cube, in a barn.', 'A blue cube sat by a red kite in a barn.')
+    """
+    rng = random.Random(f"{seed}/paraphrase-triplets")
+    rows = []
+    for example in examples:
+        for kind in ("attribute", "object"):
+            rows.append(
+                {
+                    "query": example.positive,
+                    "positive": paraphrase(example, rng),
+                    "negative": example.negatives[kind],
+                    "type": example.type,
+                    "negative_kind": kind,
+                }
+            )
+    return rows
+
+
 def _say(options: DemoOptions, text: str) -> None:
     if options.progress:
         print(text, file=sys.stderr, flush=True)
