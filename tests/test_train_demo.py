@@ -104,6 +104,10 @@ def test_options_are_validated(tmp_path: Path) -> None:
         DemoOptions(out=str(tmp_path), sts=str(tmp_path / "missing.txt"))
     with pytest.raises(BindkitError, match="--examples"):
         DemoOptions(out=str(tmp_path), examples=5)
+    with pytest.raises(BindkitError, match="--scpp"):
+        DemoOptions(out=str(tmp_path), scpp=str(tmp_path / "missing"))
+    with pytest.raises(BindkitError, match="--threads"):
+        DemoOptions(out=str(tmp_path), threads=0)
 
 
 @pytest.mark.slow

@@ -39,6 +39,7 @@ STAMP = "demo-run.json"  # what a run was made from, so that a rerun can reuse o
 PRESERVE_BATCH = 16  # preservation sentences per batch
 VAL_TRIPLETS = 256  # the LiNeS sweep's validation triplets (the first of val.jsonl)
 TEST_TRIPLETS = 1024  # the held-out column (the first of test.jsonl)
+SCPP_SUBSETS = ("swap_att", "replace_att", "replace_rel", "swap_obj", "replace_obj")
 
 
 @dataclass
@@ -47,12 +48,14 @@ class DemoOptions:
 
     out: str
     sts: str | None = None
+    scpp: str | None = None  # SugarCrepe++ folder: adds its TOT columns (text only)
     examples: int = 24000  # template examples to generate; ~1/4 survive NoOverlap as triplets
     max_triplets: int | None = None  # cap on the training triplets (None: all)
     saber_per_n: int | None = None  # a smaller SABER (MCQs per N) for quick runs; None: default
     preserve_weight: float = 1.0
     plain: bool = True  # also train without preservation (the comparison row)
     seed: int = 0
+    threads: int = 2  # torch CPU threads, pinned: another count sums in another order
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -60,8 +63,12 @@ class DemoOptions:
             raise BindkitError(f"--examples {self.examples}: give at least 100")
         if self.sts is not None and not Path(self.sts).is_file():
             raise BindkitError(f"--sts {self.sts}: file not found (e.g. SICK_trial.txt)")
+        if self.scpp is not None and not Path(self.scpp).is_dir():
+            raise BindkitError(f"--scpp {self.scpp}: not a directory (the SugarCrepe++ data/)")
         if self.max_triplets is not None and self.max_triplets < BATCH:
             raise BindkitError(f"--max-triplets {self.max_triplets}: give at least {BATCH}")
+        if self.threads < 1:
+            raise BindkitError(f"--threads {self.threads}: give at least 1")
         if self.preserve_weight < 0:
             raise BindkitError(f"--preserve-weight {self.preserve_weight}: must be zero or more")
 
@@ -136,13 +143,6 @@ def list_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
     return rows
 
 
-def run_demo(options: DemoOptions) -> dict[str, Any]:
-    """Run the demo; returns the table rows also written to ``OUT/report.md``."""
-    out = Path(options.out)
-    with directory_lock(out, "bindkit demo finetune"):
-        return _run(options, out)
-
-
 def paraphrase(example: Any, rng: random.Random) -> str:
     """Another wording of the example's caption: its pairs (distractors included) as a list in
     a random order, then its scene ("A dry map, a sour camera and a marshy lamp, in a garage.").
@@ -186,6 +186,13 @@ def paraphrase_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, An
                 }
             )
     return rows
+
+
+def run_demo(options: DemoOptions) -> dict[str, Any]:
+    """Run the demo; returns the table rows also written to ``OUT/report.md``."""
+    out = Path(options.out)
+    with directory_lock(out, "bindkit demo finetune"):
+        return _run(options, out)
 
 
 def _say(options: DemoOptions, text: str) -> None:
@@ -310,13 +317,36 @@ def _evaluate(
                 verbose=False,
             )
             row["sts_spearman"] = record[0]["scores"]["spearman"]
+        if options.scpp:
+            records = evaluate(
+                [spec],
+                task="sugarcrepe_pp",
+                data=options.scpp,
+                subsets=list(SCPP_SUBSETS),
+                out=results,
+                cache=False,
+                report=False,
+                verbose=False,
+            )
+            for one in records:
+                row[f"scpp_{one['subset']}"] = one["scores"]["tot_accuracy"]
         table[label] = row
         _say(options, f"{label}: " + ", ".join(f"{k} {100 * v:.2f}" for k, v in row.items()))
     return table
 
 
+def pin_determinism(threads: int) -> None:
+    """Fix what makes a CPU run vary: the thread count (the order of float sums in matmuls)
+    and nondeterministic kernels (an error instead, should one be used)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+
+
 def _run(options: DemoOptions, out: Path) -> dict[str, Any]:
     started = time.perf_counter()
+    pin_determinism(options.threads)
     data, sentences, counts = _data(options, out)
     _say(options, f"data: {counts} triplets, {len(sentences)} preservation sentences")
     saber = None
@@ -367,8 +397,9 @@ def render_report(
 ) -> str:
     columns = {
         "saber_t2t_mcq": "SABER t2t MCQ",
-        "heldout_triplets": "held-out triplets",
+        "heldout_triplets": "held-out full-caption triplets",
         "sts_spearman": "STS Spearman",
+        **{f"scpp_{s}": f"SC++ TOT {s}" for s in SCPP_SUBSETS},
     }
     shown = [c for c in columns if any(c in row for row in table.values())]
     lines = [
