@@ -39,18 +39,21 @@ MODEL = "st:default"
 DEV_SUBSETS = ("swap_att", "replace_att", "replace_rel")
 DEV_CAP = 400  # dev triplets per subset at most (swap_att has 242)
 SCPP = ("swap_att", "replace_att", "replace_rel", "swap_obj", "replace_obj")
-ALPHAS = (1.0, 0.6, 0.3)
+ALPHAS = (1.0, 0.6, 0.3, 0.0)
 DEV_STS_SLACK = 0.006  # dev SICK_train Spearman may fall this much below base (goal allows 0.008)
 HELDOUT_TRIPLETS = 1024
 LR, STEPS = 2e-3, 100  # defaults of a trial: 3,200 triplets, batch 32 (the CPU budget)
 
 # name -> recipe. data: full (short query → full caption), lists (the old demo's list triplets),
 # mixed (MixedLengths: short-long, short-short, long-short of the same examples, sampled),
-# para (caption → its paraphrase vs its own swap), fullpara (full and para, half each).
+# para (caption → its paraphrase vs its own swap), fullpara (full and para, half each),
+# fullrestate (full and caption → restatement vs its swap), mix3 (full, para, restate).
 TRIALS: dict[str, dict[str, Any]] = {
     # the main hypothesis: full captions plus caption-to-caption paraphrase triplets (the
     # negative is the query's own swap), scene contexts preserved
     "fullpara-ctx-w1": {"data": "fullpara", "preserve": "contexts", "weight": 1.0},
+    "fullrestate-ctx-w1": {"data": "fullrestate", "preserve": "contexts", "weight": 1.0},
+    "mix3-ctx-w1": {"data": "mix3", "preserve": "contexts", "weight": 1.0},
     "full-ctx-w1": {"data": "full", "preserve": "contexts", "weight": 1.0},
     "fullpara-plain": {"data": "fullpara", "preserve": None},
     "interp-fullpara-0.5": {"interp": ("fullpara-ctx-w1", "fullpara-plain"), "weights": (0.5, 0.5)},
@@ -66,7 +69,12 @@ def say(text: str) -> None:
 # -- data -------------------------------------------------------------------------------------
 def prepare(work: Path, seed: int = 0, examples: int = 24000) -> None:
     from bindkit._io import atomic_write_bytes, jsonl_bytes
-    from bindkit.demo.finetune import context_sentences, list_triplets, paraphrase_triplets
+    from bindkit.demo.finetune import (
+        context_sentences,
+        list_triplets,
+        paraphrase_triplets,
+        restatement_triplets,
+    )
     from bindkit.synth.backends.template import TemplateBackend
     from bindkit.synth.generate import generate
     from bindkit.synth.splits import (
@@ -90,7 +98,14 @@ def prepare(work: Path, seed: int = 0, examples: int = 24000) -> None:
     para = paraphrase_triplets(train, seed)
     fullpara = full + para
     random.Random(f"{seed}/fullpara").shuffle(fullpara)
+    restate = restatement_triplets(train)
+    fullrestate = full + restate
+    random.Random(f"{seed}/fullrestate").shuffle(fullrestate)
+    mix3 = full + para + restate
+    random.Random(f"{seed}/mix3").shuffle(mix3)
     sets = {
+        "fullrestate": fullrestate[: len(full)],
+        "mix3": mix3[: len(full)],
         "full": full,
         "lists": list_triplets(train, seed),
         "mixed": mixed[: len(full)],
@@ -350,14 +365,19 @@ def run_trial(name: str, seed: int, heldout: bool) -> None:
 def score_heldout(name: str, seed: int, alpha: float) -> None:
     """The held-out panel for one scored point; rewrites its row in results.csv."""
     path = WORK / "results.csv"
-    with path.open() as f:
-        rows = list(csv.DictReader(f))
-    row = next(
-        r
-        for r in rows
-        if r["trial"] == name and r["seed"] == str(seed) and float(r["alpha"]) == alpha
-    )
-    row.update(heldout_panel(scaled(WORK / "runs" / f"{name}-s{seed}", alpha)))
+
+    def rows_and_row() -> tuple[list[dict[str, str]], dict[str, str]]:
+        with path.open() as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
+            if row["trial"] == name and row["seed"] == str(seed) and float(row["alpha"]) == alpha:
+                return rows, row
+        raise SystemExit(f"{name} seed {seed} α {alpha}: not in {path}; run it first")
+
+    rows_and_row()
+    scores = heldout_panel(scaled(WORK / "runs" / f"{name}-s{seed}", alpha))
+    rows, row = rows_and_row()  # read again: another process may have appended meanwhile
+    row.update({k: str(v) for k, v in scores.items()})
     say(f"{name} s{seed} α {alpha} held-out: {row}")
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", newline="") as f:
@@ -365,6 +385,20 @@ def score_heldout(name: str, seed: int, alpha: float) -> None:
         writer.writeheader()
         writer.writerows(rows)
     tmp.replace(path)
+
+
+def markdown() -> str:
+    """Every row of results.csv as the markdown table of docs/benchmarks.md."""
+    with (WORK / "results.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    shown = COLUMNS[:3] + COLUMNS[4:]
+    out = ["| " + " | ".join(c.replace("_", " ") for c in shown) + " |", "|---" * len(shown) + "|"]
+    for row in rows:
+        cells = [row[c] or "–" for c in shown]
+        if row["chosen"] == "yes":
+            cells[2] = f"**{cells[2] or 'base'}**"
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 WORK = Path("recipe-work")
@@ -375,7 +409,7 @@ def main(argv: list[str] | None = None) -> None:
 
     global WORK, SHARED
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=("prepare", "run", "heldout"))
+    parser.add_argument("command", choices=("prepare", "run", "heldout", "table"))
     parser.add_argument("trials", nargs="*")
     parser.add_argument("--work", default="recipe-work")
     parser.add_argument("--seeds", default="0")
@@ -390,6 +424,9 @@ def main(argv: list[str] | None = None) -> None:
     WORK, SHARED = Path(args.work), Path(args.shared)
     if args.command == "prepare":
         prepare(WORK)
+        return
+    if args.command == "table":
+        print(markdown())
         return
     base_row()
     names = list(TRIALS) if args.trials == ["all"] else args.trials
