@@ -36,8 +36,9 @@ LR = 2e-3
 BATCH = 32
 MARGIN = 0.05
 STEPS = 100  # optimizer steps (3,200 of the ~4,200 training triplets): the CPU budget
-LINES_ALPHA = 0.6  # LiNeS α of the shipped adapter, chosen on the search's dev panel
-TRAIN = "demo-train.jsonl"  # full-caption + paraphrase triplets of the NoOverlap train split
+LINES_ALPHA = 0.3  # LiNeS α of the shipped adapter, chosen on the search's dev panel
+MIX = "fullpara"  # the training triplets (MIXES) of the NoOverlap train split
+TRAIN = "demo-train.jsonl"
 PRESERVE = "preserve.jsonl"
 STAMP = "demo-run.json"  # what a run was made from, so that a rerun can reuse or resume it
 PRESERVE_BATCH = 32  # preservation sentences per batch
@@ -252,10 +253,19 @@ def paraphrase_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, An
     return rows
 
 
-def training_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
+# Named training mixes (issue 18's search): the kinds of triplets shuffled together.
+MIXES = {
+    "fullpara": ("full", "paraphrase"),
+    "fullrestate": ("full", "restatement"),
+    "mix3": ("full", "paraphrase", "restatement"),
+}
+
+
+def training_triplets(examples: list[Any], seed: int = 0, mix: str = MIX) -> list[dict[str, Any]]:
     """The demo's training rows: the examples' full-caption triplets (short query → caption vs
-    its swap, as ``bindkit synth split`` writes them) and their :func:`paraphrase_triplets`,
-    shuffled together, as many rows as there are full-caption triplets.
+    its swap, as ``bindkit synth split`` writes them) and the other kinds of ``MIXES[mix]``
+    (:func:`paraphrase_triplets`, :func:`restatement_triplets`), shuffled together, as many
+    rows as there are full-caption triplets.
 
     Example:
         >>> from bindkit.synth.example import Example
@@ -263,15 +273,32 @@ def training_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]
         ...              "sat by a blue kite.", query="a red cube and a blue kite",
         ...              negatives={"attribute": "A blue cube sat by a red kite.",
         ...                         "object": "A red kite sat by a blue cube."})
-        >>> len(training_triplets([ex] * 4))
+        >>> len(training_triplets([ex] * 4, mix="mix3"))
         8
     """
     from bindkit.synth.splits import triplets
 
+    if mix not in MIXES:
+        raise BindkitError(f"mix {mix!r}: use one of {', '.join(MIXES)}")
+    makers = {
+        "full": lambda: triplets(examples),
+        "paraphrase": lambda: paraphrase_triplets(examples, seed),
+        "restatement": lambda: restatement_triplets(examples),
+    }
     full = triplets(examples)
-    rows = full + paraphrase_triplets(examples, seed)
-    random.Random(f"{seed}/fullpara").shuffle(rows)
+    rows = [row for kind in MIXES[mix] for row in makers[kind]()]
+    random.Random(f"{seed}/{mix}").shuffle(rows)
     return rows[: len(full)]
+
+
+KIND_TEXT = {
+    "paraphrase": "paraphrase triplets (its caption → its pairs listed in its scene vs the "
+    "caption's own swap, which shares almost every word with the query: word overlap points "
+    "the wrong way)",
+    "restatement": "restatement triplets (its caption → the same caption without its "
+    "attributes, the bindings stated after it, vs the caption's own swap: every relation "
+    "word kept, only binding tells them apart)",
+}
 
 
 def run_demo(options: DemoOptions) -> dict[str, Any]:
@@ -305,7 +332,7 @@ def _data(options: DemoOptions, out: Path) -> tuple[Path, list[str], dict[str, i
     write_splits(data, seed=options.seed, exclude_vocab="builtin")
     examples = read_examples(data / "examples.jsonl")
     train = no_overlap(split(examples, options.seed)["train"], saber_words(None))
-    rows = training_triplets(train, options.seed)
+    rows = training_triplets(train, options.seed, MIX)
     if options.max_triplets is not None:
         rows = rows[: options.max_triplets]
     atomic_write_bytes(data / TRAIN, jsonl_bytes(rows))
@@ -510,9 +537,8 @@ def render_report(
         f"{options.seed}); the train split after NoOverlap against the SABER vocabulary (no "
         "SABER attribute or object word anywhere, distractors included). Each example gives "
         "full-caption triplets (its short query → its caption vs the caption's attribute or "
-        "object swap) and paraphrase triplets (its caption → the same pairs reworded as a list "
-        "in its scene vs the caption's own swap, which shares almost every word with the "
-        "query: only binding tells them apart, as in SugarCrepe++); a shuffled mix of both, "
+        f"object swap) and {' and '.join(KIND_TEXT[k] for k in MIXES[MIX][1:])}; a shuffled mix "
+        f"(`{MIX}`), "
         f"{counts['train']} triplets. Val and held-out test triplets are the first "
         f"{counts['val']} and {counts['test']} of the standard split's full captions."
     )
