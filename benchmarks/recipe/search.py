@@ -55,7 +55,12 @@ TRIALS: dict[str, dict[str, Any]] = {
     "fullrestate-ctx-w1": {"data": "fullrestate", "preserve": "contexts", "weight": 1.0},
     "mix3-ctx-w1": {"data": "mix3", "preserve": "contexts", "weight": 1.0},
     # the same recipe again, to be run with --threads 1: the spread across thread counts
-    "fullpara-ctx-w1-t1": {"data": "fullpara", "preserve": "contexts", "weight": 1.0},
+    "fullpara-ctx-w1-t1": {
+        "data": "fullpara",
+        "preserve": "contexts",
+        "weight": 1.0,
+        "alphas": (1.0,),
+    },
     "full-ctx-w1": {"data": "full", "preserve": "contexts", "weight": 1.0},
     "fullpara-plain": {"data": "fullpara", "preserve": None},
     "interp-fullpara-0.5": {"interp": ("fullpara-ctx-w1", "fullpara-plain"), "weights": (0.5, 0.5)},
