@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from bindkit.cli import main
-from bindkit.demo.finetune import DemoOptions, context_sentences, list_triplets
+from bindkit.demo.finetune import (
+    DemoOptions,
+    context_sentences,
+    list_triplets,
+    paraphrase_triplets,
+    restatement_triplets,
+)
 from bindkit.errors import BindkitError
 
 
@@ -63,6 +69,46 @@ def test_list_triplets_keep_bindings_and_swap_them() -> None:
     assert list_triplets(examples, seed=4) != rows
 
 
+def test_paraphrase_triplets_reword_the_caption_and_keep_its_swap() -> None:
+    examples = [e for e in _examples(40) if e.negatives]
+    rows = paraphrase_triplets(examples, seed=3)
+    assert len(rows) == 2 * len(examples)
+    for example, pair in zip(examples, zip(rows[::2], rows[1::2], strict=True), strict=True):
+        for row, kind in zip(pair, ("attribute", "object"), strict=True):
+            assert row["query"] == example.positive and row["negative_kind"] == kind
+            # the negative is the caption's own swap; the positive names every pair, in words
+            # other than the caption's, and the caption's scene
+            assert row["negative"] == example.negatives[kind]
+            listed, _, scene = row["positive"].rstrip(".").partition(", in ")
+            listed = listed[0].lower() + listed[1:]
+            assert _pairs(listed) == _grouped([*example.bindings, *example.distractors]), row
+            assert scene == (example.targets.get("context") or ""), row
+            assert row["positive"] != example.positive
+    assert paraphrase_triplets(examples, seed=3) == rows
+    assert paraphrase_triplets(examples, seed=4) != rows
+
+
+def test_restatement_triplets_keep_every_other_word_and_state_the_bindings() -> None:
+    examples = [e for e in _examples(60) if e.negatives]
+    rows = restatement_triplets(examples)
+    kept = [e for e in examples if e.type != "predicative" and "deferred" not in e.type]
+    assert len(rows) == 2 * len(kept) > 0
+    for example, row in zip(kept, rows[::2], strict=True):
+        assert row["query"] == example.positive
+        assert row["negative"] == example.negatives["attribute"]
+        body, _, stated = row["positive"].rstrip(".").rpartition(". ")
+        attributes = {a for a, _ in example.bindings}
+        caption = re.findall(r"\w+", example.positive.lower())
+        # the caption's words in order, less its queried attributes (articles may change)
+        want = [w for w in caption if w not in attributes and w not in ("a", "an")]
+        got = [w for w in re.findall(r"\w+", body.lower()) if w not in ("a", "an")]
+        assert got == want, row
+        for attribute, obj in example.bindings:
+            assert re.search(rf"\bthe {obj} is (\w+ and )*{attribute}\b", stated.lower()), row
+        for article, word in re.findall(r"\b(an?) (\w+)", body.lower()):
+            assert article == ("an" if word[0] in "aeiou" else "a") or word[0] in "hu", row
+
+
 def test_context_sentences_are_the_captions_scenes() -> None:
     examples = _examples(60)
     sentences = context_sentences(examples)
@@ -81,6 +127,10 @@ def test_options_are_validated(tmp_path: Path) -> None:
         DemoOptions(out=str(tmp_path), sts=str(tmp_path / "missing.txt"))
     with pytest.raises(BindkitError, match="--examples"):
         DemoOptions(out=str(tmp_path), examples=5)
+    with pytest.raises(BindkitError, match="--scpp"):
+        DemoOptions(out=str(tmp_path), scpp=str(tmp_path / "missing"))
+    with pytest.raises(BindkitError, match="--threads"):
+        DemoOptions(out=str(tmp_path), threads=0)
 
 
 @pytest.mark.parametrize(
@@ -150,3 +200,30 @@ def test_tiny_demo_end_to_end(tmp_path: Path) -> None:
     # other options (here the preservation weight) start the run over
     run_demo(dataclasses.replace(options, preserve_weight=0.5))
     assert finished.stat().st_mtime_ns != stamp
+
+
+def test_pinned_fixes_threads_and_kernels_for_the_block_only() -> None:
+    import torch
+
+    from bindkit.demo.finetune import pinned
+
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    with pinned(1):
+        assert torch.get_num_threads() == 1
+        assert torch.are_deterministic_algorithms_enabled()
+    assert torch.get_num_threads() == threads
+    assert torch.are_deterministic_algorithms_enabled() == deterministic
+
+
+def test_training_triplets_mix_full_captions_and_paraphrases() -> None:
+    from bindkit.demo.finetune import training_triplets
+    from bindkit.synth.splits import triplets
+
+    examples = [e for e in _examples(60) if e.negatives]
+    rows = training_triplets(examples, seed=0)
+    full = triplets(examples)
+    assert len(rows) == len(full)
+    captions = {e.positive for e in examples}
+    kinds = Counter("paraphrase" if r["query"] in captions else "full" for r in rows)
+    assert kinds["paraphrase"] > len(rows) / 4 and kinds["full"] > len(rows) / 4, kinds
+    assert all(r in full for r in rows if r["query"] not in captions)

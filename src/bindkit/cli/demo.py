@@ -19,6 +19,12 @@ def register(commands: Any) -> None:
     finetune.add_argument("--out", required=True, help="output directory")
     finetune.add_argument("--sts", default=None, help="STS file to report (e.g. SICK_trial.txt)")
     finetune.add_argument(
+        "--scpp", default=None, help="SugarCrepe++ data folder: adds its text-only TOT columns"
+    )
+    finetune.add_argument(
+        "--threads", type=int, default=2, help="torch CPU threads (pinned: the table reproduces)"
+    )
+    finetune.add_argument(
         "--examples", type=int, default=24000, help="template examples to generate"
     )
     finetune.add_argument(
@@ -43,6 +49,8 @@ def _finetune(args: argparse.Namespace) -> int:
     options = DemoOptions(
         out=args.out,
         sts=args.sts,
+        scpp=args.scpp,
+        threads=args.threads,
         examples=args.examples,
         max_triplets=args.max_triplets,
         saber_per_n=args.saber_per_n,

@@ -1,23 +1,26 @@
 """``bindkit demo finetune``: template data → LoRA on all-MiniLM-L6-v2 (CPU) → before/after table.
 
 Steps: (1) ``bindkit synth`` template examples and their standard split set; the training
-examples are the train split after NoOverlap against the packaged SABER vocabulary, each turned
-into two short list triplets (:func:`list_triplets`); (2) preservation sentences: the scene
-contexts of those training captions, unrelated to any binding, whose base-model embeddings are
-distilled into each batch (without them, binding training costs ~8 STS points; with them ~0);
-(3) two trainings (plain, and with preservation), each giving a raw and a LiNeS adapter;
-(4) SABER text→text, held-out test triplets and (with ``--sts``) STS through ``bindkit.evaluate``;
-(5) ``OUT/report.md`` with one table and what was chosen.
+examples are the train split after NoOverlap against the packaged SABER vocabulary, as
+full-caption and paraphrase triplets (:func:`training_triplets`); (2) preservation sentences:
+the scene contexts of those training captions, unrelated to any binding, whose base-model
+embeddings are distilled into each batch; (3) two trainings (with preservation, and plain as the
+comparison row), the preserved one also as a LiNeS adapter (α fixed by issue 18's recipe search);
+(4) SABER text→text, held-out full-caption triplets and (with ``--sts``/``--scpp``) STS and
+SugarCrepe++ TOT through ``bindkit.evaluate``; (5) ``OUT/report.md`` with one table and what was
+chosen. Torch threads and deterministic algorithms are pinned, so a rerun gives the same table.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import random
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,18 +30,21 @@ from bindkit._lock import directory_lock
 from bindkit.errors import BindkitError
 
 MODEL = "st:default"
-# Why these values: the paper's 5e-5 barely moves a 22M-parameter model (issue 8's table);
-# 2e-3 with batch 32 learns list binding within one epoch of ~4,000 triplets (measured).
+# The recipe (issue 18's search, docs/benchmarks.md): the paper's 5e-5 barely moves a
+# 22M-parameter model (issue 8's table); 2e-3 with batch 32 learns binding in 100 steps.
 LR = 2e-3
 BATCH = 32
 MARGIN = 0.05
-LINES_TOLERANCE = 1.0
-TRAIN = "demo-train.jsonl"  # list triplets of the NoOverlap train split, capped by --max-triplets
+STEPS = 100  # optimizer steps (3,200 of the ~4,200 training triplets): the CPU budget
+LINES_ALPHA = 0.3  # LiNeS α of the shipped adapter, chosen on the search's dev panel
+MIX = "fullpara"  # the training triplets (MIXES) of the NoOverlap train split
+TRAIN = "demo-train.jsonl"
 PRESERVE = "preserve.jsonl"
 STAMP = "demo-run.json"  # what a run was made from, so that a rerun can reuse or resume it
-PRESERVE_BATCH = 16  # preservation sentences per batch
+PRESERVE_BATCH = 32  # preservation sentences per batch
 VAL_TRIPLETS = 256  # the LiNeS sweep's validation triplets (the first of val.jsonl)
 TEST_TRIPLETS = 1024  # the held-out column (the first of test.jsonl)
+SCPP_SUBSETS = ("swap_att", "replace_att", "replace_rel", "swap_obj", "replace_obj")
 
 
 @dataclass
@@ -47,12 +53,14 @@ class DemoOptions:
 
     out: str
     sts: str | None = None
+    scpp: str | None = None  # SugarCrepe++ folder: adds its TOT columns (text only)
     examples: int = 24000  # template examples to generate; ~1/4 survive NoOverlap as triplets
     max_triplets: int | None = None  # cap on the training triplets (None: all)
     saber_per_n: int | None = None  # a smaller SABER (MCQs per N) for quick runs; None: default
     preserve_weight: float = 1.0
     plain: bool = True  # also train without preservation (the comparison row)
     seed: int = 0
+    threads: int = 2  # torch CPU threads, pinned: another count sums in another order
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -70,6 +78,9 @@ class DemoOptions:
                 f"--saber-per-n {self.saber_per_n}: must be even (half independent MCQs, half "
                 "nested chains)"
             )
+        check_range("--threads", self.threads, 1, 1024)
+        if self.scpp is not None and not Path(self.scpp).is_dir():
+            raise BindkitError(f"--scpp {self.scpp}: not a directory (the SugarCrepe++ data/)")
         if self.sts is not None:
             from bindkit.errors import DataFormatError
             from bindkit.tasks.sts import read_sts
@@ -152,10 +163,163 @@ def list_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
     return rows
 
 
+def paraphrase(example: Any, rng: random.Random) -> str:
+    """Another wording of the example's caption: its pairs (distractors included) as a list in
+    a random order, then its scene ("A dry map, a sour camera and a marshy lamp, in a garage.").
+    """
+    listed = relist([*example.bindings, *example.distractors], rng, avoid=example.query)
+    context = (example.targets or {}).get("context")
+    text = f"{listed}, in {context.rstrip('.')}" if context else listed
+    return text[0].upper() + text[1:] + "."
+
+
+def restatement(example: Any) -> str | None:
+    """The caption with its queried attributes taken out and its bindings stated after it
+    ("A cage lay near a scooter. The cage is oriental and the scooter is ruby."): every word
+    and relation of the caption kept, the bindings in another form. None for predicative
+    and deferred captions (their attributes follow the object) and captions without such words.
+
+    Example:
+        >>> from bindkit.synth.example import Example
+        >>> ex = Example("e1", "pair_swap", [("oriental", "cage"), ("ruby", "scooter")],
+        ...              "An oriental cage lay near a ruby scooter.")
+        >>> restatement(ex)
+        'A cage lay near a scooter. The cage is oriental and the scooter is ruby.'
+    """
+    import re
+
+    from bindkit.synth.text import indefinite_article
+
+    if example.type == "predicative" or example.type.startswith("deferred"):
+        return None
+    attributes = sorted({a for a, _ in example.bindings}, key=len, reverse=True)
+    pattern = r"\b(?:" + "|".join(map(re.escape, attributes)) + r") (?=\w)"
+    stripped = re.sub(pattern, "", example.positive, flags=re.IGNORECASE)
+    if stripped == example.positive:
+        return None
+
+    def article(match: re.Match[str]) -> str:
+        wanted = indefinite_article(match.group(2))
+        return (wanted.capitalize() if match.group(1)[0].isupper() else wanted) + match.group(0)[
+            len(match.group(1)) :
+        ]
+
+    stripped = re.sub(r"\b(an?|An?) (\w+)", article, stripped[0].upper() + stripped[1:])
+    groups: dict[str, list[str]] = {}
+    for attribute, obj in example.bindings:
+        groups.setdefault(obj, []).append(attribute)
+    clauses = [f"the {obj} is {' and '.join(attrs)}" for obj, attrs in groups.items()]
+    stated = ", ".join(clauses[:-1]) + " and " + clauses[-1] if len(clauses) > 1 else clauses[0]
+    return f"{stripped.rstrip('.')}. {stated[0].upper()}{stated[1:]}."
+
+
+def restatement_triplets(examples: list[Any]) -> list[dict[str, Any]]:
+    """Caption → :func:`restatement` vs the caption's own swap (two per example that has one)."""
+    rows = []
+    for example in examples:
+        positive = restatement(example)
+        if positive is None:
+            continue
+        for kind in ("attribute", "object"):
+            rows.append(
+                {
+                    "query": example.positive,
+                    "positive": positive,
+                    "negative": example.negatives[kind],
+                    "type": example.type,
+                    "negative_kind": kind,
+                }
+            )
+    return rows
+
+
+def paraphrase_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
+    """Two caption-to-caption triplets per example: the query is the example's full caption,
+    the positive another wording of it (:func:`paraphrase`), the negative the caption's own
+    attribute swap (or object swap).
+
+    The negative shares almost every word with the query and the positive few, as in
+    SugarCrepe++'s text-only test: word overlap points the wrong way, only binding helps.
+
+    Example:
+        >>> from bindkit.synth.example import Example
+        >>> ex = Example("e1", "pair_swap", [("red", "cube"), ("blue", "kite")], "A red cube "
+        ...              "sat by a blue kite in a barn.", query="a red cube and a blue kite",
+        ...              negatives={"attribute": "A blue cube sat by a red kite in a barn.",
+        ...                         "object": "A red kite sat by a blue cube in a barn."},
+        ...              targets={"context": "a barn"})
+        >>> row = paraphrase_triplets([ex])[0]
+        >>> row["positive"], row["negative"]
+        ('A blue kite and a red cube, in a barn.', 'A blue cube sat by a red kite in a barn.')
+    """
+    rng = random.Random(f"{seed}/paraphrase-triplets")
+    rows = []
+    for example in examples:
+        for kind in ("attribute", "object"):
+            rows.append(
+                {
+                    "query": example.positive,
+                    "positive": paraphrase(example, rng),
+                    "negative": example.negatives[kind],
+                    "type": example.type,
+                    "negative_kind": kind,
+                }
+            )
+    return rows
+
+
+# Named training mixes (issue 18's search): the kinds of triplets shuffled together.
+MIXES = {
+    "fullpara": ("full", "paraphrase"),
+    "fullrestate": ("full", "restatement"),
+    "mix3": ("full", "paraphrase", "restatement"),
+}
+
+
+def training_triplets(examples: list[Any], seed: int = 0, mix: str = MIX) -> list[dict[str, Any]]:
+    """The demo's training rows: the examples' full-caption triplets (short query → caption vs
+    its swap, as ``bindkit synth split`` writes them) and the other kinds of ``MIXES[mix]``
+    (:func:`paraphrase_triplets`, :func:`restatement_triplets`), shuffled together, as many
+    rows as there are full-caption triplets.
+
+    Example:
+        >>> from bindkit.synth.example import Example
+        >>> ex = Example("e1", "pair_swap", [("red", "cube"), ("blue", "kite")], "A red cube "
+        ...              "sat by a blue kite.", query="a red cube and a blue kite",
+        ...              negatives={"attribute": "A blue cube sat by a red kite.",
+        ...                         "object": "A red kite sat by a blue cube."})
+        >>> len(training_triplets([ex] * 4, mix="mix3"))
+        8
+    """
+    from bindkit.synth.splits import triplets
+
+    if mix not in MIXES:
+        raise BindkitError(f"mix {mix!r}: use one of {', '.join(MIXES)}")
+    makers = {
+        "full": lambda: triplets(examples),
+        "paraphrase": lambda: paraphrase_triplets(examples, seed),
+        "restatement": lambda: restatement_triplets(examples),
+    }
+    full = triplets(examples)
+    rows = [row for kind in MIXES[mix] for row in makers[kind]()]
+    random.Random(f"{seed}/{mix}").shuffle(rows)
+    return rows[: len(full)]
+
+
+KIND_TEXT = {
+    "paraphrase": "paraphrase triplets (its caption → its pairs listed in its scene vs the "
+    "caption's own swap, which shares almost every word with the query: word overlap points "
+    "the wrong way)",
+    "restatement": "restatement triplets (its caption → the same caption without its "
+    "attributes, the bindings stated after it, vs the caption's own swap: every relation "
+    "word kept, only binding tells them apart)",
+}
+
+
 def run_demo(options: DemoOptions) -> dict[str, Any]:
     """Run the demo; returns the table rows also written to ``OUT/report.md``."""
     out = Path(options.out)
-    with directory_lock(out, "bindkit demo finetune"):
+    with directory_lock(out, "bindkit demo finetune"), pinned(options.threads):
         return _run(options, out)
 
 
@@ -183,14 +347,14 @@ def _data(options: DemoOptions, out: Path) -> tuple[Path, list[str], dict[str, i
     write_splits(data, seed=options.seed, exclude_vocab="builtin")
     examples = read_examples(data / "examples.jsonl")
     train = no_overlap(split(examples, options.seed)["train"], saber_words(None))
-    rows = list_triplets(train, options.seed)
+    rows = training_triplets(train, options.seed, MIX)
     if options.max_triplets is not None:
         rows = rows[: options.max_triplets]
     atomic_write_bytes(data / TRAIN, jsonl_bytes(rows))
     for name, size in (("val", VAL_TRIPLETS), ("test", TEST_TRIPLETS)):
         lines = (data / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()[:size]
         atomic_write_text(data / f"demo-{name}.jsonl", "\n".join(lines) + "\n")
-    steps = -(-len(rows) // BATCH)
+    steps = min(STEPS, -(-len(rows) // BATCH))
     sentences = context_sentences(train)[: steps * PRESERVE_BATCH]
     atomic_write_bytes(data / PRESERVE, jsonl_bytes({"text": s} for s in sentences))
     counts = {"train": len(rows), "val": VAL_TRIPLETS, "test": TEST_TRIPLETS}
@@ -210,7 +374,8 @@ def _train(options: DemoOptions, data: Path, name: str, preserve: bool) -> dict[
         lr=LR,
         batch_size=BATCH,
         margin=MARGIN,
-        lines_tolerance=LINES_TOLERANCE,
+        max_steps=STEPS,
+        lines_alpha=LINES_ALPHA,
         model_dropout=False,
         preserve=str(data / PRESERVE) if preserve else None,
         preserve_weight=options.preserve_weight,
@@ -281,9 +446,38 @@ def _evaluate(
                 verbose=False,
             )
             row["sts_spearman"] = record[0]["scores"]["spearman"]
+        if options.scpp:
+            records = evaluate(
+                [spec],
+                task="sugarcrepe_pp",
+                data=options.scpp,
+                subsets=list(SCPP_SUBSETS),
+                out=results,
+                cache=False,
+                report=False,
+                verbose=False,
+            )
+            for one in records:
+                row[f"scpp_{one['subset']}"] = one["scores"]["tot_accuracy"]
         table[label] = row
         _say(options, f"{label}: " + ", ".join(f"{k} {100 * v:.2f}" for k, v in row.items()))
     return table
+
+
+@contextlib.contextmanager
+def pinned(threads: int) -> Iterator[None]:
+    """Fix what makes a CPU run vary, for the block: the thread count (the order of float sums
+    in matmuls) and nondeterministic kernels (an error instead, should one be used)."""
+    import torch
+
+    before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1])
 
 
 def _run(options: DemoOptions, out: Path) -> dict[str, Any]:
@@ -297,17 +491,18 @@ def _run(options: DemoOptions, out: Path) -> dict[str, Any]:
         saber = out / "saber"
         generate_saber(saber, per_n=options.saber_per_n, overwrite=True)
     runs: dict[str, dict[str, Any]] = {}
+    runs["preserve"] = _train(options, data, "preserve", preserve=options.preserve_weight > 0)
     if options.plain:
         runs["plain"] = _train(options, data, "plain", preserve=False)
-    runs["preserve"] = _train(options, data, "preserve", preserve=options.preserve_weight > 0)
     final = out / "runs" / "preserve"
     for variant in ("adapter-raw", "adapter-lines"):
         if (out / variant).exists():
             shutil.rmtree(out / variant)
         shutil.copytree(final / variant, out / variant)
+    # the plain run is the comparison row (its raw update); the preserved run's raw and LiNeS
     models = {"base": MODEL}
-    for name in runs:
-        for variant in ("raw", "lines"):
+    for name, variant in (("plain", "raw"), ("preserve", "raw"), ("preserve", "lines")):
+        if name in runs:
             models[f"{name} {variant}"] = (
                 f"{MODEL}+adapter={out / 'runs' / name / f'adapter-{variant}'}"
             )
@@ -338,8 +533,9 @@ def render_report(
 ) -> str:
     columns = {
         "saber_t2t_mcq": "SABER t2t MCQ",
-        "heldout_triplets": "held-out triplets",
+        "heldout_triplets": "held-out full-caption triplets",
         "sts_spearman": "STS Spearman",
+        **{f"scpp_{s}": f"SC++ TOT {s}" for s in SCPP_SUBSETS},
     }
     shown = [c for c in columns if any(c in row for row in table.values())]
     lines = [
@@ -354,35 +550,42 @@ def render_report(
     lines.append(
         f"- data: {options.examples} template examples (`bindkit synth --backend template`, seed "
         f"{options.seed}); the train split after NoOverlap against the SABER vocabulary (no "
-        "SABER attribute or object word anywhere, distractors included), each example as two "
-        f"short list triplets → {counts['train']} train triplets. Lists carry the same "
-        "attribute/object swap at a third of the tokens of the full captions, which is what "
-        "makes a full epoch fit the CPU budget. Val and held-out test triplets are the first "
+        "SABER attribute or object word anywhere, distractors included). Each example gives "
+        "full-caption triplets (its short query → its caption vs the caption's attribute or "
+        f"object swap) and {' and '.join(KIND_TEXT[k] for k in MIXES[MIX][1:])}; a shuffled mix "
+        f"(`{MIX}`), "
+        f"{counts['train']} triplets. Val and held-out test triplets are the first "
         f"{counts['val']} and {counts['test']} of the standard split's full captions."
     )
     lines.append(
         f"- training: LoRA r4/α4 on q/k/v/output of all 6 layers, hinge {MARGIN}, AdamW wd 0.01, "
-        f"one epoch, batch {BATCH}, lr {LR}: the paper's 5e-5 does not move a 22M-parameter "
-        "model (issue table); 1e-3–2e-3 learns within one epoch. The frozen model's dropout is "
-        "off (a deterministic forward, faster on the CPU)."
+        f"batch {BATCH}, lr {LR}, {STEPS} steps: the paper's 5e-5 does not move a 22M-parameter "
+        "model (issue table). The frozen model's dropout is off (a deterministic forward, "
+        f"faster on the CPU); torch runs on {options.threads} threads with deterministic "
+        "algorithms, so a rerun gives the same table."
     )
     for name, run in runs.items():
-        alpha = run["lines"]["alpha"] if run["lines"] else None
-        lines.append(
-            f"- run `{name}`: {run['optimizer_steps']} steps, {run['train_seconds']} s; LiNeS α "
-            f"{alpha}, chosen by the sweep: the smallest α whose val accuracy is within "
-            f"{LINES_TOLERANCE} point of the raw update's."
-        )
+        lines.append(f"- run `{name}`: {run['optimizer_steps']} steps, {run['train_seconds']} s.")
+    lines.append(
+        f"- LiNeS α {LINES_ALPHA} (layer ℓ keeps α + (1 − α)·ℓ/5 of its update) for the shipped "
+        "adapter: chosen once on a dev panel (SugarCrepe text triplets and SICK train) in "
+        "issue 18's recipe search (`benchmarks/recipe/`), not on this table's files."
+    )
     lines.append(
         f"- preservation (`preserve` rows): {preserved} sentences made of the scene contexts of "
         f"the training captions; {PRESERVE_BATCH} per batch, loss += {options.preserve_weight} · "
         "mean(1 − cos(f(x), f_base(x))). Distilling attribute-free copies of the training "
         "captions instead kept STS too but stopped binding from transferring to SABER's "
-        "vocabulary (≈80 %): they share the list structure that binding has to change."
+        "vocabulary (≈80 %): they share the structure that binding has to change."
     )
     if options.sts:
         lines.append(
             f"- STS: Spearman on `{options.sts}`; it did not choose anything (reported only)."
+        )
+    if options.scpp:
+        lines.append(
+            f"- SugarCrepe++ (`{options.scpp}`): text-only TOT accuracy per subset (both "
+            "captions closer to each other than either is to the negative); reported only."
         )
     else:
         lines.append("- STS: no `--sts` file given, so no STS column (bindkit does not ship SICK).")
