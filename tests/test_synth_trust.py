@@ -223,15 +223,21 @@ def test_train_reads_its_data_through_the_split_set_check(split_run: Path, tmp_p
     import shutil
 
     from bindkit.tasks import triplets
-    from bindkit.train import trainer
+    from bindkit.train.config import TrainConfig
+    from bindkit.train.trainer import check_inputs
 
-    assert trainer.read_triplets is triplets.read_triplets  # `train triplets` --train and --val
     copy = tmp_path / "leak"
     shutil.copytree(split_run, copy)
     _append(copy / "train.jsonl", (copy / "test.jsonl").read_text().splitlines()[0] + "\n")
     with pytest.raises(DataFormatError, match=r"split|splits\.json"):
         triplets.read_triplets(copy / "train.jsonl")
     assert triplets.read_triplets(split_run / "train.jsonl")
+    # `train triplets` refuses the leaky file before any model loads
+    config = TrainConfig(
+        model="st:default", train=str(copy / "train.jsonl"), out=str(tmp_path / "o")
+    )
+    with pytest.raises(DataFormatError, match=r"split|splits\.json"):
+        check_inputs(config)
 
 
 def test_validating_one_split_file_reports_its_leaks(
