@@ -24,10 +24,7 @@ def rows(study: Any, config: SweepConfig) -> list[dict[str, Any]]:
             "state": trial.state.name,
             **{name: trial.params.get(name, "") for name in params},
             "dir": trial.user_attrs.get("dir", ""),
-            "note": trial.user_attrs.get("failure", "")
-            or (
-                f"retry of {trial.user_attrs['retry_of']}" if "retry_of" in trial.user_attrs else ""
-            ),
+            "note": _note(trial),
         }
         points = trial.user_attrs.get("points") if trial.state.name == "COMPLETE" else None
         if not points:
@@ -49,6 +46,16 @@ def rows(study: Any, config: SweepConfig) -> list[dict[str, Any]]:
              **base["scores"], **base["objectives"]},
         )  # fmt: skip
     return table
+
+
+def _note(trial: Any) -> str:
+    """Why a trial failed, and which trial it retries (ours after a kill, or Optuna's after a
+    stale heartbeat, which records the original in ``failed_trial``)."""
+    notes = [str(trial.user_attrs["failure"])] if trial.user_attrs.get("failure") else []
+    retried = trial.user_attrs.get("retry_of", trial.system_attrs.get("failed_trial"))
+    if retried is not None:
+        notes.append(f"retry of trial {retried}")
+    return "; ".join(notes)
 
 
 def columns(config: SweepConfig) -> list[str]:
