@@ -54,9 +54,11 @@ def transformers_model(module: Any) -> Any:
     """The ``transformers.PreTrainedModel`` inside an embedder's module (st: the first module's
     ``auto_model``; mllm: the module itself), where peft adapters are added and saved; a plain
     ``nn.Module`` that declares ``supports_lora = True`` (builtin:tiny-clip) is its own host."""
+    if getattr(module, "supports_lora", False) is True:  # before importing transformers
+        return module
     from transformers import PreTrainedModel
 
-    if isinstance(module, PreTrainedModel) or getattr(module, "supports_lora", False) is True:
+    if isinstance(module, PreTrainedModel):
         return module
     first = next(iter(module), None) if hasattr(module, "__iter__") else None
     inner = getattr(first, "auto_model", None)
@@ -87,8 +89,7 @@ def add_lora(
         raise BindkitError(
             f"{type(model).__name__}: no attention modules for LoRA (looked for "
             "layers.N.self_attn.{q,k,v,o}_proj, layer.N.attention.* or text.layers.N.{qkv,out}); "
-            "this architecture is "
-            "not supported for training"
+            "this architecture is not supported for training"
         )
     for parameter in module.parameters():
         parameter.requires_grad_(False)
