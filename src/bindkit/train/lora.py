@@ -2,7 +2,8 @@
 
 Module names follow REFERENCE.md: Qwen-VL text layers are ``…layers.N.self_attn.{q,k,v,o}_proj``
 (never under ``visual``), BERT-style encoders ``…layer.N.attention.self.{query,key,value}`` and
-``…layer.N.attention.output.dense``. peft matches a string target with ``re.fullmatch``.
+``…layer.N.attention.output.dense``, ``builtin:tiny-clip``'s text tower ``text.layers.N.{qkv,out}``
+(its image tower is ``visual``). peft matches a string target with ``re.fullmatch``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from bindkit.errors import BindkitError
 TARGET_MODULES = (
     r"^(?!.*visual).*\.layers\.\d+\.self_attn\.(q|k|v|o)_proj"
     r"|^(?!.*visual).*\.layer\.\d+\.attention\.(self\.(query|key|value)|output\.dense)"
+    r"|^text\.layers\.\d+\.(qkv|out)"
 )
 # The anchored layer index: "visual.blocks.3" or "layer_norm.3" never count as text layers.
 _LAYER = re.compile(r"(?:^|\.)(?:layers|layer)\.(\d+)\.")
@@ -50,7 +52,10 @@ def target_names(module: Any) -> list[str]:
 
 def transformers_model(module: Any) -> Any:
     """The ``transformers.PreTrainedModel`` inside an embedder's module (st: the first module's
-    ``auto_model``; mllm: the module itself), where peft adapters are added and saved."""
+    ``auto_model``; mllm: the module itself), where peft adapters are added and saved; a plain
+    ``nn.Module`` that declares ``supports_lora = True`` (builtin:tiny-clip) is its own host."""
+    if getattr(module, "supports_lora", False) is True:  # before importing transformers
+        return module
     from transformers import PreTrainedModel
 
     if isinstance(module, PreTrainedModel):
@@ -61,7 +66,7 @@ def transformers_model(module: Any) -> Any:
         return inner
     raise BindkitError(
         f"{type(module).__name__}: no transformers model inside to put LoRA on; train an st: or "
-        "mllm: model"
+        "mllm: model, or builtin:tiny-clip"
     )
 
 
@@ -83,8 +88,8 @@ def add_lora(
     if not targets:
         raise BindkitError(
             f"{type(model).__name__}: no attention modules for LoRA (looked for "
-            "layers.N.self_attn.{q,k,v,o}_proj or layer.N.attention.*); this architecture is "
-            "not supported for training"
+            "layers.N.self_attn.{q,k,v,o}_proj, layer.N.attention.* or text.layers.N.{qkv,out}); "
+            "this architecture is not supported for training"
         )
     for parameter in module.parameters():
         parameter.requires_grad_(False)

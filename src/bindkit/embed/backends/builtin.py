@@ -6,7 +6,8 @@ four SABER pairings run offline with no download. It is a fixture for the shapes
 not a general model: see ``data/tiny_clip/README.md`` (its model card).
 
 ``+weights=DIR`` loads another checkpoint directory of the same format (``config.json`` and
-``model.safetensors``), e.g. the output of the training script.
+``model.safetensors``), e.g. the output of the training script; ``+adapter=DIR`` loads a peft
+LoRA adapter of the text tower written by ``bindkit train triplets --model builtin:tiny-clip``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 
 from bindkit.embed.backends._torch import TorchEmbedder, normalize
 from bindkit.embed.protocol import Modality, Role
+from bindkit.embed.weights import weights_identity
 from bindkit.errors import BindkitError
 
 CONFIG_FILE = "config.json"
@@ -121,6 +123,7 @@ class BuiltinEmbedder(TorchEmbedder):
         name: str,
         *,
         weights: str | None = None,
+        adapter: str | None = None,
         device: str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -141,10 +144,19 @@ class BuiltinEmbedder(TorchEmbedder):
         self.model = load_checkpoint(directory).to(self.device)
         self.config = self.model.config
         self.tokenizer = Tokenizer(self.config)
+        self.adapter = str(adapter) if adapter else None
+        if self.adapter:
+            from bindkit.train.lora import attach_adapter
+
+            self.model = attach_adapter(self.model, self.adapter).eval()
 
     def _describe(self) -> dict[str, Any]:
+        # the adapter key only when there is one: the base model's fingerprint (and its cached
+        # vectors) stay what they were before adapters existed
+        adapter = {"adapter": weights_identity(self.adapter)} if self.adapter else {}
         return {
             "backend": "builtin",
+            **adapter,
             "model": self.name,
             "weights": sha256_file(self.directory / WEIGHTS_FILE),
             "config": sha256_file(self.directory / CONFIG_FILE),

@@ -1,0 +1,383 @@
+"""The sweep's TOML file: what is searched, what is fixed, the panel and the objectives.
+
+Every key is checked when the file is read, so a typo fails before the first trial with one line
+naming the key::
+
+    [study]
+    name = "lr-margin"        # the Optuna study (default: the file's stem)
+    sampler = "tpe"           # tpe | nsga2 | grid | random
+    trials = 8                # trials per worker (--n-trials overrides)
+    seed = 0
+    lines_alphas = [0.5, 0.8] # post-hoc LiNeS points of each trial (α = 1, the raw adapter, always)
+
+    [train]                   # fixed TrainConfig fields (paths relative to this file)
+    model = "builtin:tiny-clip"
+    train = "train.jsonl"
+
+    [search.lr]               # one table per searched TrainConfig field
+    type = "log-float"        # float | log-float | int | categorical
+    low = 1e-4
+    high = 1e-2
+
+    [[panel]]                 # one score: bindkit.evaluate(task, data) → scores[score]
+    name = "saber_tt"
+    task = "saber"
+    data = "saber-shapes"
+    score = "mcq_accuracy"
+    pairing = "tt"            # optional; subset = "..." likewise
+
+    [objectives]              # all maximised: a panel name, or a list (their mean)
+    binding = ["saber_tt"]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bindkit.errors import BindkitError
+from bindkit.train.config import TrainConfig
+
+SAMPLERS = ("tpe", "nsga2", "grid", "random")
+KINDS = ("float", "log-float", "int", "categorical")
+# TrainConfig fields that are file paths: relative paths are read from the TOML file's folder.
+PATH_FIELDS = ("train", "val", "sts", "preserve")
+# Fields the sweep sets itself: each trial has its own output folder.
+OWN_FIELDS = ("out", "overwrite")
+_TOP = ("study", "train", "search", "panel", "objectives")
+_STUDY = ("name", "sampler", "trials", "seed", "lines_alphas")
+_PANEL = ("name", "task", "data", "score", "pairing", "subset")
+_PARAM = {
+    "float": ("type", "low", "high", "step"),
+    "log-float": ("type", "low", "high"),
+    "int": ("type", "low", "high", "step"),
+    "categorical": ("type", "choices"),
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One searched ``TrainConfig`` field and its distribution."""
+
+    name: str
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    choices: tuple[Any, ...] = ()
+
+    def grid(self) -> list[Any]:
+        """The values a grid sampler walks (categorical parameters only)."""
+        if self.kind != "categorical":
+            raise BindkitError(
+                f'search.{self.name}: the grid sampler needs type = "categorical" (the grid\'s '
+                "values)"
+            )
+        return list(self.choices)
+
+
+@dataclass(frozen=True)
+class PanelEntry:
+    """One panel score: ``bindkit.evaluate(task=task, data=data)`` → ``scores[score]``."""
+
+    name: str
+    task: str
+    score: str
+    data: str | None = None
+    pairing: str | None = None
+    subset: str | None = None
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A parsed, validated sweep file."""
+
+    path: Path
+    name: str
+    sampler: str
+    trials: int
+    seed: int
+    lines_alphas: tuple[float, ...]
+    fixed: dict[str, Any]
+    search: tuple[Param, ...]
+    panel: tuple[PanelEntry, ...]
+    objectives: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def train_config(self, params: dict[str, Any], out: Path, progress: bool) -> TrainConfig:
+        """The trial's ``TrainConfig``: fixed values, then the trial's parameters."""
+        values = {"lines": False, **self.fixed, **params}  # the sweep scores LiNeS itself
+        return TrainConfig(**values, out=str(out), progress=progress)
+
+
+def load_config(path: str | Path) -> SweepConfig:
+    """Read and validate a sweep TOML file.
+
+    Raises:
+        BindkitError: unreadable TOML, an unknown key or TrainConfig field, a bad distribution,
+            a panel or objective that does not fit (one line naming the key).
+    """
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BindkitError(f"{path}: file not found; give the sweep's TOML file") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BindkitError(f"{path}: not a readable TOML file ({exc})") from None
+    _known(path, "", data, _TOP)
+    base = path.parent
+    study = _table(path, "study", data.get("study", {}))
+    _known(path, "study.", study, _STUDY)
+    sampler = study.get("sampler", "tpe")
+    if sampler not in SAMPLERS:
+        raise BindkitError(f"{path}: study.sampler {sampler!r}: use {', '.join(SAMPLERS)}")
+    trials = study.get("trials", 10)
+    seed = study.get("seed", 0)
+    for key, value in (("trials", trials), ("seed", seed)):
+        if type(value) is not int or value < 0:
+            raise BindkitError(f"{path}: study.{key} {value!r}: give a whole number >= 0")
+    alphas = study.get("lines_alphas", [])
+    if not isinstance(alphas, list) or not all(
+        isinstance(a, int | float) and not isinstance(a, bool) and 0.0 <= a < 1.0 for a in alphas
+    ):
+        raise BindkitError(
+            f"{path}: study.lines_alphas {alphas!r}: give a list of LiNeS alphas in [0, 1) "
+            "(alpha 1, the raw adapter, is always scored)"
+        )
+    fixed = _fixed(path, base, _table(path, "train", data.get("train", {})))
+    search = _search(path, base, _table(path, "search", data.get("search", {})), fixed)
+    if sampler == "grid":
+        for param in search:
+            param.grid()
+    panel = _panel(path, base, data.get("panel", []))
+    objectives = _objectives(path, _table(path, "objectives", data.get("objectives", {})), panel)
+    config = SweepConfig(
+        path=path,
+        name=str(study.get("name", path.stem)),
+        sampler=sampler,
+        trials=trials,
+        seed=seed,
+        lines_alphas=tuple(float(a) for a in alphas),
+        fixed=fixed,
+        search=search,
+        panel=panel,
+        objectives=objectives,
+    )
+    _check_first_point(config)
+    return config
+
+
+def _table(path: Path, key: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BindkitError(f"{path}: [{key}] must be a table")
+    return value
+
+
+def _known(path: Path, prefix: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    import difflib
+
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
+            raise BindkitError(
+                f"{path}: unknown key {prefix}{key}{hint}; valid: {', '.join(allowed)}"
+            )
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+
+
+def _field_type(name: str) -> type:
+    kind = typing.get_type_hints(TrainConfig)[name]
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    return args[0] if args else kind  # type: ignore[no-any-return]
+
+
+def _check_name(path: Path, key: str, name: str) -> None:
+    import difflib
+
+    if name not in _FIELDS:
+        close = difflib.get_close_matches(name, list(_FIELDS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise BindkitError(f"{path}: {key}: not a TrainConfig field{hint}")
+    if name in OWN_FIELDS:
+        raise BindkitError(f"{path}: {key}: the sweep sets {name} itself; remove it")
+
+
+def _check_field(path: Path, key: str, name: str, value: Any) -> None:
+    _check_name(path, key, name)
+    wanted = _field_type(name)
+    ok = (
+        isinstance(value, bool)
+        if wanted is bool
+        else isinstance(value, int | float) and not isinstance(value, bool)
+        if wanted is float
+        else type(value) is int
+        if wanted is int
+        else isinstance(value, wanted)
+    )
+    if not ok:
+        raise BindkitError(f"{path}: {key} {value!r}: {name} takes a {wanted.__name__}")
+
+
+def _resolve(base: Path, name: str, value: Any) -> Any:
+    if name in PATH_FIELDS and isinstance(value, str):
+        return str(base / value) if not Path(value).is_absolute() else value
+    return value
+
+
+def _fixed(path: Path, base: Path, table: dict[str, Any]) -> dict[str, Any]:
+    fixed = {}
+    for name, value in table.items():
+        _check_field(path, f"train.{name}", name, value)
+        fixed[name] = _resolve(base, name, value)
+    return fixed
+
+
+def _number(path: Path, key: str, value: Any) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise BindkitError(f"{path}: {key} {value!r}: give a finite number")
+    return float(value)
+
+
+def _search(
+    path: Path, base: Path, table: dict[str, Any], fixed: dict[str, Any]
+) -> tuple[Param, ...]:
+    params = []
+    for name, spec in table.items():
+        key = f"search.{name}"
+        _check_name(path, key, name)
+        if name in fixed:
+            raise BindkitError(f"{path}: {key}: also fixed in [train]; keep one")
+        spec = _table(path, key, spec)
+        kind = spec.get("type")
+        if kind not in KINDS:
+            raise BindkitError(f"{path}: {key}.type {kind!r}: use {', '.join(KINDS)}")
+        _known(path, f"{key}.", spec, _PARAM[kind])
+        if kind == "categorical":
+            choices = spec.get("choices")
+            if not isinstance(choices, list) or not choices:
+                raise BindkitError(f"{path}: {key}.choices: give a non-empty list of values")
+            for value in choices:
+                _check_field(path, f"{key}.choices", name, value)
+            resolved = tuple(_resolve(base, name, v) for v in choices)
+            params.append(Param(name, kind, choices=resolved))
+            continue
+        if _field_type(name) not in (int, float) or (kind == "int") != (_field_type(name) is int):
+            raise BindkitError(
+                f"{path}: {key}.type {kind!r}: {name} takes a {_field_type(name).__name__}; use "
+                + ("int" if _field_type(name) is int else "float, log-float or categorical")
+            )
+        for bound in ("low", "high"):
+            if bound not in spec:
+                raise BindkitError(f"{path}: {key}.{bound}: missing")
+        low, high = (
+            _number(path, f"{key}.low", spec["low"]),
+            _number(path, f"{key}.high", spec["high"]),
+        )
+        if not low < high:
+            raise BindkitError(f"{path}: {key}: low {low} must be below high {high}")
+        if kind == "log-float" and low <= 0:
+            raise BindkitError(f"{path}: {key}.low {low}: a log-float needs low > 0")
+        step = _number(path, f"{key}.step", spec["step"]) if "step" in spec else None
+        if step is not None and step <= 0:
+            raise BindkitError(f"{path}: {key}.step {step}: must be positive")
+        if kind == "int" and any(v != int(v) for v in (low, high, step or 1)):
+            raise BindkitError(f"{path}: {key}: an int distribution needs whole low/high/step")
+        params.append(Param(name, kind, low, high, step))
+    return tuple(params)
+
+
+def _panel(path: Path, base: Path, entries: Any) -> tuple[PanelEntry, ...]:
+    if not isinstance(entries, list) or not entries:
+        raise BindkitError(f"{path}: [[panel]]: give at least one panel entry (task, data, score)")
+    panel = []
+    for index, entry in enumerate(entries):
+        key = f"panel[{index}]"
+        entry = _table(path, key, entry)
+        _known(path, f"{key}.", entry, _PANEL)
+        for required in ("name", "task", "score"):
+            if not isinstance(entry.get(required), str) or not entry[required]:
+                raise BindkitError(f"{path}: {key}.{required}: missing; give a string")
+        for optional in ("data", "pairing", "subset"):
+            if optional in entry and not isinstance(entry[optional], str):
+                raise BindkitError(f"{path}: {key}.{optional}: give a string")
+        data = entry.get("data")
+        if data is not None and not Path(data).is_absolute() and (base / data).exists():
+            data = str(base / data)
+        panel.append(
+            PanelEntry(
+                name=entry["name"],
+                task=entry["task"],
+                score=entry["score"],
+                data=data,
+                pairing=entry.get("pairing"),
+                subset=entry.get("subset"),
+            )
+        )
+    names = [p.name for p in panel]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise BindkitError(f"{path}: panel name {duplicate!r} is used twice")
+    from bindkit.tasks.base import get_task
+
+    for index, entry in enumerate(panel):
+        try:
+            get_task(entry.task)
+        except BindkitError as exc:
+            raise BindkitError(f"{path}: panel[{index}].task: {exc}") from None
+    return tuple(panel)
+
+
+def _objectives(
+    path: Path, table: dict[str, Any], panel: tuple[PanelEntry, ...]
+) -> dict[str, tuple[str, ...]]:
+    if not table:
+        raise BindkitError(
+            f'{path}: [objectives]: declare at least one, e.g. binding = ["saber_tt"]'
+        )
+    names = {p.name for p in panel}
+    objectives = {}
+    for name, value in table.items():
+        members = [value] if isinstance(value, str) else value
+        if (
+            not isinstance(members, list)
+            or not members
+            or not all(isinstance(m, str) for m in members)
+        ):
+            raise BindkitError(
+                f"{path}: objectives.{name}: give a panel name or a list of them (their mean)"
+            )
+        for member in members:
+            if member not in names:
+                raise BindkitError(
+                    f"{path}: objectives.{name}: {member!r} is not a panel name "
+                    f"({', '.join(sorted(names))})"
+                )
+        objectives[name] = tuple(members)
+    return objectives
+
+
+def _check_first_point(config: SweepConfig) -> None:
+    """Build one TrainConfig (low ends, first choices) so its own checks run before any trial."""
+    params = {p.name: _first(p) for p in config.search}
+    if "model" not in config.fixed and "model" not in params:
+        raise BindkitError(f"{config.path}: [train] model: missing; give the model spec to train")
+    if "train" not in config.fixed and "train" not in params:
+        raise BindkitError(f"{config.path}: [train] train: missing; give the triplet JSONL file")
+    try:
+        config.train_config(params, config.path.parent / "unused", progress=False)
+    except BindkitError as exc:
+        raise BindkitError(f"{config.path}: [train]/[search]: {exc}") from None
+
+
+def _first(param: Param) -> Any:
+    if param.kind == "categorical":
+        return param.choices[0]
+    assert param.low is not None
+    return int(param.low) if param.kind == "int" else param.low

@@ -1,0 +1,169 @@
+"""The sweep's outputs: ``sweep.csv`` and ``sweep.md`` (one row per trial and LiNeS α, every
+panel score, the Pareto front marked) and ``sweep.png`` (the first two objectives, base model and
+front marked)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from bindkit._io import atomic_write_bytes, atomic_write_text
+from bindkit.sweep.config import SweepConfig
+from bindkit.sweep.front import pareto_front
+
+
+def rows(study: Any, config: SweepConfig) -> list[dict[str, Any]]:
+    """One row per completed trial and α (and one per unfinished trial), the front marked."""
+    table: list[dict[str, Any]] = []
+    params = [p.name for p in config.search]
+    for trial in study.get_trials(deepcopy=False):
+        common = {
+            "trial": trial.number,
+            "state": trial.state.name,
+            **{name: trial.params.get(name, "") for name in params},
+            "dir": trial.user_attrs.get("dir", ""),
+            "note": _note(trial),
+        }
+        points = trial.user_attrs.get("points") if trial.state.name == "COMPLETE" else None
+        if not points:
+            table.append({**common, "alpha": ""})
+            continue
+        for point in points:
+            table.append(
+                {**common, "alpha": point["alpha"], **point["scores"], **point["objectives"]}
+            )
+    scored = [r for r in table if r["alpha"] != ""]
+    flags = pareto_front([[r[name] for name in config.objectives] for r in scored])
+    for row, flag in zip(scored, flags, strict=True):
+        row["front"] = "yes" if flag else ""
+    base = study.user_attrs.get("base")
+    if base:
+        table.insert(
+            0,
+            {"trial": "base", "state": "", "alpha": "", "note": "the base model",
+             **base["scores"], **base["objectives"]},
+        )  # fmt: skip
+    return table
+
+
+def _note(trial: Any) -> str:
+    """Why a trial failed, and which trial it retries (ours after a kill, or Optuna's after a
+    stale heartbeat, which records the original in ``failed_trial``)."""
+    notes = [str(trial.user_attrs["failure"])] if trial.user_attrs.get("failure") else []
+    retried = trial.user_attrs.get("retry_of", trial.system_attrs.get("failed_trial"))
+    if retried is not None:
+        notes.append(f"retry of trial {retried}")
+    return "; ".join(notes)
+
+
+def columns(config: SweepConfig) -> list[str]:
+    return [
+        "trial", "state", *[p.name for p in config.search], "alpha",
+        *[p.name for p in config.panel], *config.objectives, "front", "dir", "note",
+    ]  # fmt: skip
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def write_outputs(study: Any, config: SweepConfig, out: Path) -> list[Path]:
+    """Write ``OUT/sweep.csv``, ``sweep.md`` and ``sweep.png`` (atomically); returns the paths."""
+    from bindkit import __version__
+
+    table = rows(study, config)
+    names = columns(config)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=names, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(table)
+    atomic_write_text(out / "sweep.csv", buffer.getvalue())
+
+    front = [r for r in table if r.get("front") == "yes"]
+    first = next(iter(config.objectives))
+    front.sort(key=lambda r: -float(r[first]))
+    lines = [
+        f"# Sweep `{config.name}`",
+        "",
+        f"Config `{config.path}`; sampler {config.sampler}; objectives (maximised): "
+        + "; ".join(f"{k} = mean of {', '.join(v)}" for k, v in config.objectives.items())
+        + f"; bindkit {__version__}. Full rows: `sweep.csv`; plot: `sweep.png`.",
+        "",
+        f"## Pareto front ({len(front)} points)",
+        "",
+        *_markdown(front, names),
+        "",
+        "## All trials",
+        "",
+        *_markdown(table, names),
+        "",
+    ]
+    atomic_write_text(out / "sweep.md", "\n".join(lines))
+    plot = out / "sweep.png"
+    atomic_write_bytes(plot, _plot(table, config))
+    return [out / "sweep.md", out / "sweep.csv", plot]
+
+
+def _markdown(table: list[dict[str, Any]], names: list[str]) -> list[str]:
+    if not table:
+        return ["(none yet)"]
+    shown = [n for n in names if n != "dir"]
+    return [
+        "| " + " | ".join(shown) + " |",
+        "|" + "---|" * len(shown),
+        *("| " + " | ".join(_cell(r.get(n, "")) for n in shown) + " |" for r in table),
+    ]
+
+
+def _plot(table: list[dict[str, Any]], config: SweepConfig) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    objectives = list(config.objectives)
+    scored = [r for r in table if r.get("alpha", "") != ""]
+    base = next((r for r in table if r["trial"] == "base"), None)
+
+    def label(name: str) -> str:
+        members = config.objectives[name]
+        return name if members == (name,) else f"{name} (mean of {', '.join(members)})"
+
+    figure, axes = plt.subplots(figsize=(6, 4.5))
+    if len(objectives) >= 2:
+        x_name, y_name = objectives[:2]
+
+        def xy(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+            return [float(r[x_name]) for r in rows], [float(r[y_name]) for r in rows]
+
+        axes.set_xlabel(label(x_name))
+        axes.set_ylabel(label(y_name))
+    else:
+        x_name, y_name = "trial", objectives[0]
+
+        def xy(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+            return [-1.0 if r["trial"] == "base" else float(r["trial"]) for r in rows], [
+                float(r[y_name]) for r in rows
+            ]
+
+        axes.set_xlabel("trial (base = -1)")
+        axes.set_ylabel(label(y_name))
+    if scored:
+        axes.scatter(*xy(scored), s=18, color="0.6", label="trial × LiNeS α")
+    front = sorted((r for r in scored if r.get("front") == "yes"), key=lambda r: float(r[x_name]))
+    if front:
+        axes.plot(*xy(front), "o-", color="tab:red", ms=5, label="Pareto front")
+    if base:
+        axes.scatter(*xy([base]), marker="*", s=160, color="black", label="base model", zorder=3)
+    axes.set_title(f"sweep {config.name}: {len(scored)} points")
+    axes.legend(loc="best", fontsize=8)
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    plt.close(figure)
+    return buffer.getvalue()

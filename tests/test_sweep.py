@@ -1,0 +1,281 @@
+"""``bindkit sweep``: the TOML checks, the Pareto front, a 2-trial study on builtin:tiny-clip
+end to end (outputs, resume), a diverging trial recorded as failed, a kill -9 and resume."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bindkit.cli import main
+from bindkit.errors import BindkitError
+from bindkit.sweep.config import load_config
+from bindkit.sweep.front import dominates, pareto_front
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIRS = [("red", "blue"), ("striped", "green"), ("white", "orange"), ("golden", "matte")]
+TRIPLETS = [
+    {
+        "query": f"a {a} cube and a {b} heart",
+        "positive": f"a {b} heart and a {a} cube",
+        "negative": f"a {b} cube and a {a} heart",
+    }
+    for a, b in PAIRS * 2
+]
+STS = [
+    {"sentence1": "a red cube", "sentence2": "a red cube", "score": 5.0},
+    {"sentence1": "a red cube", "sentence2": "a blue cube", "score": 3.0},
+    {"sentence1": "a red cube", "sentence2": "a blue heart", "score": 1.0},
+    {"sentence1": "a striped star", "sentence2": "a striped star", "score": 4.8},
+    {"sentence1": "a striped star", "sentence2": "a golden ring", "score": 0.5},
+]
+
+
+def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+SEARCH_LR = """
+[search.lr]
+type = "categorical"
+choices = [0.01, 0.02]
+"""
+
+
+def write_sweep(tmp: Path, search: str = SEARCH_LR, **train: Any) -> Path:
+    _jsonl(tmp / "train.jsonl", TRIPLETS)
+    _jsonl(tmp / "sts.jsonl", STS)
+    options = {"max_steps": 2, "batch_size": 4, "save_every": 0, **train}
+    fixed = "\n".join(f"{k} = {json.dumps(v)}" for k, v in options.items())
+    text = f"""
+[study]
+name = "t"
+sampler = "grid"
+trials = 2
+lines_alphas = [0.5]
+
+[train]
+model = "builtin:tiny-clip"
+train = "train.jsonl"
+{fixed}
+{search}
+[[panel]]
+name = "bind"
+task = "triplets"
+data = "train.jsonl"
+score = "triplet_accuracy"
+
+[[panel]]
+name = "sts"
+task = "sts"
+data = "sts.jsonl"
+score = "spearman"
+
+[objectives]
+binding = ["bind"]
+general = "sts"
+"""
+    path = tmp / "sweep.toml"
+    path.write_text(text)
+    return path
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+# -- the front (pure) ------------------------------------------------------------------------
+
+
+def test_front_on_hand_made_points() -> None:
+    points = [(0.9, 0.70), (0.8, 0.80), (0.7, 0.75), (0.95, 0.60), (0.8, 0.80), (0.5, 0.90)]
+    # (0.7, 0.75) is dominated by (0.8, 0.8); equal points both stay; the extremes stay
+    assert pareto_front(points) == [True, True, False, True, True, True]
+    assert dominates((1, 1), (1, 0)) and not dominates((1, 1), (1, 1))
+    assert pareto_front([(1.0,), (2.0,), (2.0,)]) == [False, True, True]
+    assert pareto_front([]) == []
+
+
+# -- the TOML checks ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("search", "message"),
+    [
+        ('[search.lr]\ntype = "log-float"\nlow = 0.0\nhigh = 1.0\n', r"search\.lr\.low 0\.0"),
+        ('[search.lr]\ntype = "float"\nlow = 2.0\nhigh = 1.0\n', r"search\.lr: low 2\.0"),
+        ('[search.lr]\ntype = "gauss"\n', r"search\.lr\.type 'gauss'"),
+        ('[search.lr]\ntype = "float"\nlow = 1\nhigh = 2\nmu = 3\n', r"unknown key search\.lr\.mu"),
+        ('[search.lora_rank]\ntype = "int"\nlow = 1\nhigh = 4\n', r"search\.lora_rank: not a Tra"),
+        ('[search.lora_r]\ntype = "float"\nlow = 1\nhigh = 4\n', r"search\.lora_r\.type 'float'"),
+        ('[search.margin]\ntype = "categorical"\nchoices = []\n', r"search\.margin\.choices"),
+        ('[search.margin]\ntype = "float"\nlow = 0.0\nhigh = 0.1\n', r"grid sampler needs"),
+    ],
+)
+def test_bad_distributions_name_the_key(tmp_path: Path, search: str, message: str) -> None:
+    with pytest.raises(BindkitError, match=message):
+        load_config(write_sweep(tmp_path, search=search))
+
+
+def test_bad_keys_and_fields_name_the_key(tmp_path: Path) -> None:
+    path = write_sweep(tmp_path)
+    text = path.read_text()
+    cases = {
+        "[study]\n": ("[study]\nsamplr = 'tpe'\n", r"unknown key study\.samplr \(did you mean"),
+        "[train]\n": ("[train]\nlearning_rate = 0.1\n", r"train\.learning_rate: not a Train"),
+        'sampler = "grid"': ('sampler = "annealing"', r"study\.sampler 'annealing'"),
+        'binding = ["bind"]': ('binding = ["bnd"]', r"objectives\.binding: 'bnd' is not a"),
+        'task = "sts"': ('task = "stss"', r"panel\[1\]\.task"),
+        "max_steps = 2": ('max_steps = "2"', r"train\.max_steps '2': max_steps takes a int"),
+        'train = "train.jsonl"': ('train = "none.jsonl"', r"--train .*none\.jsonl: file not"),
+        "lines_alphas = [0.5]": ("lines_alphas = [1.5]", r"study\.lines_alphas"),
+    }
+    for old, (new, message) in cases.items():
+        assert old in text
+        path.write_text(text.replace(old, new, 1))
+        with pytest.raises(BindkitError, match=message):
+            load_config(path)
+    path.write_text(text + "\n[extra]\n")
+    with pytest.raises(BindkitError, match="unknown key extra"):
+        load_config(path)
+    path.write_text(text.replace("[train]\n", '[train]\nout = "x"\n'))
+    with pytest.raises(BindkitError, match="the sweep sets out itself"):
+        load_config(path)
+    path.write_text("[study\n")
+    with pytest.raises(BindkitError, match="not a readable TOML"):
+        load_config(path)
+
+
+def test_paths_are_relative_to_the_file(tmp_path: Path) -> None:
+    config = load_config(write_sweep(tmp_path))
+    assert config.fixed["train"] == str(tmp_path / "train.jsonl")
+    assert config.panel[1].data == str(tmp_path / "sts.jsonl")
+    assert config.objectives == {"binding": ("bind",), "general": ("sts",)}
+
+
+def test_shipped_example_parses() -> None:
+    pytest.importorskip("optuna")
+    text = (ROOT / "examples" / "sweep.toml").read_text()
+    assert "[[panel]]" in text and "[objectives]" in text
+    import tomllib
+
+    data = tomllib.loads(text)
+    assert {"study", "train", "search", "panel", "objectives"} <= set(data)
+
+
+# -- studies on builtin:tiny-clip ------------------------------------------------------------
+
+
+optuna = pytest.importorskip("optuna")
+pytest.importorskip("peft")
+
+
+def test_two_trial_study_end_to_end_and_rerun(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_sweep(tmp_path)
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(config), "--out", str(out), "-q"]) == 0, capsys.readouterr().err
+    assert "2 complete" in capsys.readouterr().out
+    rows = read_csv(out / "sweep.csv")
+    base, trials = rows[0], rows[1:]
+    assert base["trial"] == "base" and base["bind"] and base["sts"]
+    assert [(r["trial"], r["alpha"]) for r in trials] == [
+        ("0", "1.0"), ("0", "0.5"), ("1", "1.0"), ("1", "0.5"),
+    ]  # fmt: skip
+    assert sorted({r["lr"] for r in trials}) == ["0.01", "0.02"]  # the grid, in its own order
+    assert all(r["state"] == "COMPLETE" for r in trials)
+    # the front is that of the scored points
+    points = [(float(r["binding"]), float(r["general"])) for r in trials]
+    assert [r["front"] == "yes" for r in trials] == pareto_front(points)
+    # the objectives are the panel scores; a LiNeS point is the alpha-scaled adapter's score
+    for row in trials:
+        assert float(row["binding"]) == pytest.approx(float(row["bind"]))
+        assert row["dir"].startswith("trials/p-")
+    lines = out / trials[1]["dir"] / "adapter-lines-0.5" / "lines.json"
+    assert json.loads(lines.read_text())["alpha"] == 0.5
+    assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+    report = (out / "sweep.md").read_text()
+    assert "## Pareto front" in report and "| base |" in report
+    # the Optuna study holds both trials, their values are the raw adapters' objectives
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{out / 'study.db'}")
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]
+    raw = [r for r in trials if r["alpha"] == "1.0"]
+    for trial, row in zip(study.trials, raw, strict=True):
+        assert trial.values == pytest.approx([float(row["binding"]), float(row["general"])])
+    # rerunning a finished grid adds nothing and keeps the trials
+    before = (out / "sweep.csv").read_text()
+    assert main(["sweep", str(config), "--out", str(out), "-q", "--n-trials", "0"]) == 0
+    assert (out / "sweep.csv").read_text() == before
+
+
+def test_a_diverging_trial_is_failed_and_the_study_goes_on(tmp_path: Path) -> None:
+    from bindkit.sweep.study import run_sweep
+
+    search = '[search.lr]\ntype = "categorical"\nchoices = [1e30, 0.01]\n'
+    summary = run_sweep(write_sweep(tmp_path, search=search), tmp_path / "s", progress=False)
+    assert summary["states"] == {"FAIL": 1, "COMPLETE": 1}
+    rows = read_csv(tmp_path / "s" / "sweep.csv")
+    failed = [r for r in rows if r["state"] == "FAIL"]
+    assert len(failed) == 1 and failed[0]["lr"] == "1e+30" and failed[0]["alpha"] == ""
+    assert "non-finite" in failed[0]["note"]
+    assert [r["lr"] for r in rows if r["state"] == "COMPLETE"] == ["0.01", "0.01"]
+
+
+def test_the_tpe_sampler_runs_a_multi_objective_study(tmp_path: Path) -> None:
+    from bindkit.sweep.study import run_sweep
+
+    search = '[search.margin]\ntype = "float"\nlow = 0.0\nhigh = 0.2\n'
+    config = write_sweep(tmp_path, search=search)
+    config.write_text(config.read_text().replace('sampler = "grid"', 'sampler = "tpe"'))
+    summary = run_sweep(config, tmp_path / "s", n_trials=2, progress=False)
+    assert summary["states"] == {"COMPLETE": 2}
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{tmp_path / 's' / 'study.db'}")
+    assert len(study.directions) == 2 and study.best_trials
+
+
+@pytest.mark.slow
+def test_kill_9_and_rerun_resumes_the_interrupted_trial(tmp_path: Path) -> None:
+    config = write_sweep(tmp_path, max_steps=40, save_every=2, batch_size=1, epochs=10)
+    config.write_text(config.read_text().replace("choices = [0.01, 0.02]", "choices = [0.01]"))
+    out = tmp_path / "sweep"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-m", "bindkit", "sweep", str(config), "--out", str(out), "-q"]
+    worker = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while not list(out.glob("trials/*/checkpoint/state.pt")):
+        assert worker.poll() is None, worker.stderr.read() if worker.stderr else ""
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{out / 'study.db'}")
+    assert [t.state.name for t in study.trials] == ["RUNNING"]
+
+    rerun = subprocess.run(
+        [*command[:-1]], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert "re-enqueued killed trial(s) [0]" in rerun.stderr
+    assert "resuming from" in rerun.stderr  # the trainer continued from the trial's checkpoint
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{out / 'study.db'}")
+    assert [t.state.name for t in study.trials] == ["FAIL", "COMPLETE"]
+    assert study.trials[1].params == study.trials[0].params
+    assert study.trials[1].user_attrs["retry_of"] == 0
+    record = json.loads((out / study.trials[1].user_attrs["dir"] / "train.json").read_text())
+    assert record["optimizer_steps"] == 40
+    rows = read_csv(out / "sweep.csv")
+    assert [(r["trial"], r["state"]) for r in rows[1:]] == [
+        ("0", "FAIL"), ("1", "COMPLETE"), ("1", "COMPLETE"),
+    ]  # fmt: skip
+    assert "worker killed" in rows[1]["note"] and "retry of trial 0" in rows[2]["note"]
