@@ -219,15 +219,27 @@ def test_two_trial_study_end_to_end_and_rerun(
     assert (out / "sweep.csv").read_text() == before
 
 
-def test_a_diverging_trial_is_failed_and_the_study_goes_on(tmp_path: Path) -> None:
+def test_a_diverging_trial_is_failed_and_the_study_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bindkit.errors import TrainingDivergedError
     from bindkit.sweep.study import run_sweep
+    from bindkit.train import trainer
 
-    search = '[search.lr]\ntype = "categorical"\nchoices = [1e30, 0.01]\n'
+    real = trainer.train_triplets
+
+    def diverging(config: Any) -> Any:  # the trainer's own stop on a NaN loss (tested there)
+        if config.lr == 0.5:
+            raise TrainingDivergedError(f"{config.out}: the loss became nan at step 1")
+        return real(config)
+
+    monkeypatch.setattr(trainer, "train_triplets", diverging)
+    search = '[search.lr]\ntype = "categorical"\nchoices = [0.5, 0.01]\n'
     summary = run_sweep(write_sweep(tmp_path, search=search), tmp_path / "s", progress=False)
     assert summary["states"] == {"FAIL": 1, "COMPLETE": 1}
     rows = read_csv(tmp_path / "s" / "sweep.csv")
     failed = [r for r in rows if r["state"] == "FAIL"]
-    assert len(failed) == 1 and failed[0]["lr"] == "1e+30" and failed[0]["alpha"] == ""
+    assert len(failed) == 1 and failed[0]["lr"] == "0.5" and failed[0]["alpha"] == ""
     assert "non-finite" in failed[0]["note"]
     assert [r["lr"] for r in rows if r["state"] == "COMPLETE"] == ["0.01", "0.01"]
 

@@ -21,6 +21,13 @@ class DataFormatError(BindkitError):
     """A data file (e.g. ``saber.jsonl``) cannot be parsed or does not follow its schema."""
 
 
+class TrainingDivergedError(BindkitError):
+    """A training run's loss or weights became non-finite; nothing was written.
+
+    A sweep records such a trial as failed and goes on.
+    """
+
+
 class PathError(BindkitError, OSError):
     """A file system operation on a user-chosen path failed (permission, read-only, disk full).
 

@@ -193,6 +193,7 @@ class Objective:
 
     def __call__(self, trial: Any) -> tuple[float, ...]:
         from bindkit._lock import LockedError
+        from bindkit.errors import TrainingDivergedError
         from bindkit.train.lines import apply_lines
         from bindkit.train.trainer import RAW, train_triplets
 
@@ -213,6 +214,9 @@ class Objective:
         except LockedError as exc:
             trial.set_user_attr("failure", f"busy: {exc}")
             raise DivergedError(str(exc)) from None
+        except TrainingDivergedError as exc:  # the trainer stops on a non-finite loss or weight
+            trial.set_user_attr("failure", f"non-finite training: {exc}")
+            raise DivergedError(f"trial {trial.number}: {exc}") from None
         losses = [entry.get("loss") for entry in record.get("history", [])]
         if not _finite(losses):
             trial.set_user_attr("failure", "non-finite training loss")

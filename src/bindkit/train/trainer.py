@@ -32,7 +32,7 @@ from typing import Any
 
 from bindkit._io import atomic_write_text, check_can_create, check_not_input, sha256_file
 from bindkit._lock import directory_lock
-from bindkit.errors import BindkitError
+from bindkit.errors import BindkitError, TrainingDivergedError
 from bindkit.tasks.base import Dataset
 from bindkit.train.auxiliary import (
     AttentionTerm,
@@ -483,7 +483,7 @@ class _Run:
                 value, right = self.micro_step(batch, micro)
                 steps = (micro + 1 + config.grad_accum - 1) // config.grad_accum
                 if not math.isfinite(value):
-                    raise BindkitError(
+                    raise TrainingDivergedError(
                         f"{self.out}: the loss became {value} at step {steps}; lower --lr "
                         f"(now {config.lr:g}) or check the data; no adapter written"
                     )
@@ -515,7 +515,7 @@ class _Run:
         import torch
 
         if not all(bool(torch.isfinite(p).all()) for p in trainable):
-            raise BindkitError(
+            raise TrainingDivergedError(
                 f"{self.out}: the LoRA weights became non-finite at step {steps}; lower --lr "
                 f"(now {self.config.lr:g}); no adapter written"
             )
