@@ -25,7 +25,8 @@ class LockedError(BindkitError):
     """Another live process holds the directory's lock."""
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this host (one we may not signal counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -70,7 +71,7 @@ def directory_lock(directory: Path, command: str) -> Iterator[Path]:
             holder = _read_holder(path)
             pid = holder.get("pid") if holder else None
             same_host = holder is not None and holder.get("host") == me["host"]
-            if isinstance(pid, int) and (not same_host or _alive(pid)):
+            if isinstance(pid, int) and (not same_host or process_alive(pid)):
                 assert holder is not None
                 where = "" if same_host else f" on {holder.get('host')}"
                 raise LockedError(

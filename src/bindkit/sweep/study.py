@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bindkit._io import canonical_json, sha256_bytes
+from bindkit._lock import process_alive
 from bindkit.errors import BindkitError
 from bindkit.sweep.config import PanelEntry, Param, SweepConfig, load_config
 
@@ -98,16 +99,6 @@ def open_storage(url: str) -> Any:
         raise BindkitError(f"--storage: cannot open it ({type(exc).__name__}: {exc})") from None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reclaim_dead_trials(study: Any, storage: Any) -> list[int]:
     """Fail and re-enqueue the RUNNING trials of workers on this host whose process is gone.
 
@@ -122,7 +113,7 @@ def reclaim_dead_trials(study: Any, storage: Any) -> list[int]:
         pid = worker.get("pid")
         if worker.get("host") != host or not isinstance(pid, int) or pid == os.getpid():
             continue
-        if _alive(pid):
+        if process_alive(pid):
             continue
         # FrozenTrial has no public id; the storage API is keyed by it
         storage.set_trial_user_attr(trial._trial_id, "failure", "worker killed")
