@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,8 +193,22 @@ def train(
     """
     inputs = check_inputs(config)
     out = Path(config.out)
-    with directory_lock(out, f"bindkit train {inputs.objective.name}"):
+    # one writer per --out: rank 0, which alone writes there, holds the lock (taken by every
+    # rank, it refused all but the first)
+    main = process_state().is_main_process
+    lock = directory_lock(out, f"bindkit train {inputs.objective.name}") if main else nullcontext()
+    with lock:
         return _Run(config, out, inputs, list(auxiliary_losses)).run()
+
+
+def process_state() -> Any:
+    """accelerate's process state, its ranks from the launcher's environment (``accelerate
+    launch``, ``torchrun``): nccl on GPUs, gloo on CPUs, as :mod:`bindkit.embed.distributed`
+    (accelerate's default ``cpu=False`` sees one process on a machine without CUDA)."""
+    import torch
+    from accelerate import PartialState
+
+    return PartialState(cpu=not torch.cuda.is_available())
 
 
 def train_triplets(
@@ -222,10 +237,8 @@ class _Run:
     def __init__(
         self, config: BaseTrainConfig, out: Path, inputs: Inputs, auxiliary: list[AuxiliaryLoss]
     ) -> None:
-        from accelerate import PartialState
-
         self.config, self.out, self.auxiliary = config, out, auxiliary
-        self.state = PartialState()
+        self.state = process_state()
         self.main = self.state.is_main_process
         self.objective = inputs.objective
         self.val, self.sts, self.preserve = inputs.val, inputs.sts, inputs.preserve
