@@ -139,14 +139,16 @@ def test_a_killed_train_clusters_run_leaves_no_finished_looking_adapter(tmp_path
             *(sys.executable, "-m", "bindkit", "train", "clusters", "--model", "st:default"),
             *("--clusters", str(clusters), "--out", str(out), "--max-steps", "2"),
             *("--clusters-per-step", "2", "--chunk-size", "3", "--warmup-steps", "1"),
-            *("--epochs", "2", "--lr", "1e-3"),
+            *("--epochs", "2", "--lr", "1e-3", "--no-lines"),
         ]
 
     start = time.perf_counter()
     subprocess.run(command(tmp_path / "ref"), check=True, capture_output=True)
     full = time.perf_counter() - start
-    reference = load_file(str(tmp_path / "ref" / "adapter_model.safetensors"))
-    losses = json.loads((tmp_path / "ref" / "train.json").read_text())["losses"]
+    reference = load_file(str(tmp_path / "ref" / "adapter-raw" / "adapter_model.safetensors"))
+    losses = [
+        e["loss"] for e in json.loads((tmp_path / "ref" / "train.json").read_text())["history"]
+    ]
     for fraction in (0.6,):
         out = tmp_path / f"k{fraction}"
         process = subprocess.Popen(
@@ -156,11 +158,11 @@ def test_a_killed_train_clusters_run_leaves_no_finished_looking_adapter(tmp_path
         process.send_signal(signal.SIGKILL)
         process.wait()
         if (out / "train.json").exists():  # finished before the kill: it must be whole
-            load_file(str(out / "adapter_model.safetensors"))
+            load_file(str(out / "adapter-raw" / "adapter_model.safetensors"))
         subprocess.run(command(out), check=True, capture_output=True)
-        again = load_file(str(out / "adapter_model.safetensors"))
+        again = load_file(str(out / "adapter-raw" / "adapter_model.safetensors"))
         assert again.keys() == reference.keys()
         assert all(np.allclose(again[k], reference[k], atol=1e-6) for k in reference)
-        saved = json.loads((out / "train.json").read_text())["losses"]
+        saved = [e["loss"] for e in json.loads((out / "train.json").read_text())["history"]]
         assert np.allclose(saved, losses, atol=1e-6)
         assert not any(p.name.endswith(".tmp") for p in out.iterdir())
