@@ -1137,7 +1137,7 @@ I21_ANALYZE = [
     C("i21_an15", f"{TC} saber/good --out saber/good/att", GOOD, 2, "is inside the input directory saber/good"),
     C("i21_an16", f"{TC} t/texts.jsonl --out regular_file/a", "texts regular_file", 2, "regular_file/a: not a directory"),
     C("i21_an17", f"{TC} t/texts.jsonl --out t/texts.jsonl/a", "texts", 2, "is inside the input directory t/texts.jsonl"),
-    C("i21_an18", f"{TC} t/texts.jsonl --out a", "texts", 2, "builtin:tiny-clip: attention analysis needs a sentence-transformers or multimodal-LLM embedder", absent=("a",), slow=True),
+    C("i21_an18", f"{TC} t/texts.jsonl --out a", "texts", 2, "builtin:tiny-clip: attention analysis needs a sentence-transformers or multimodal-LLM model", absent=("a",), slow=True),
     C("i21_mg01", f"{MG} nope.jsonl --out m", "", 2, "--pairs nope.jsonl: no such file"),
     C("i21_mg02", f"{MG} t/empty.jsonl --out m", "texts", 2, "needs at least 2 image–caption rows"),
     C("i21_mg03", f"{MG} t/bad.jsonl --out m", "texts", 2, "t/bad.jsonl:1: not valid JSON"),
