@@ -208,37 +208,14 @@ def test_real_sugarcrepe_runs_with_a_tiny_image_model_and_no_images(
 ) -> None:
     from bindkit.cli import main
 
-    code = main(
-        [
-            "eval",
-            "--model",
-            f"mllm:{tiny_qwen2_vl}",
-            "--task",
-            "sugarcrepe",
-            "--data",
-            str(SHARED_DATA / "sugarcrepe"),
-            "--out",
-            str(tmp_path / "r"),
-            "--no-cache",
-        ]
-    )
+    argv = [
+        *("eval", "--model", f"mllm:{tiny_qwen2_vl}", "--task", "sugarcrepe"),
+        *("--data", str(SHARED_DATA / "sugarcrepe"), "--out", str(tmp_path / "r"), "--no-cache"),
+    ]
+    code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and "images missing (first: " in err and "--allow-missing-images" in err
-    code = main(
-        [
-            "eval",
-            "--model",
-            f"mllm:{tiny_qwen2_vl}",
-            "--task",
-            "sugarcrepe",
-            "--data",
-            str(SHARED_DATA / "sugarcrepe"),
-            "--out",
-            str(tmp_path / "r"),
-            "--no-cache",
-            "--allow-missing-images",
-        ]
-    )
+    code = main([*argv, "--allow-missing-images"])
     err = capsys.readouterr().err
     assert code == 2  # every image missing: nothing scored is a failure, not a success
     for subset, n in (("add_att", 692), ("swap_obj", 245), ("add_obj", 2062)):
