@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from bindkit.embed.images import ImageInput
 
 Role = Literal["query", "document"]
-Modality = Literal["text", "image"]
+Modality = Literal["text", "image", "video"]
 ROLES: tuple[Role, ...] = ("query", "document")
 
 
