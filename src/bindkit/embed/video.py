@@ -47,7 +47,7 @@ class VideoEmbedder(Protocol):
 
 def require_video(embedder: object, where: str) -> VideoEmbedder:
     """``embedder`` as a :class:`VideoEmbedder`, or a one-line error naming ``where``."""
-    modalities = getattr(embedder, "modalities", frozenset())
+    modalities: frozenset[str] = getattr(embedder, "modalities", frozenset())
     if "video" not in modalities or not isinstance(embedder, VideoEmbedder):
         name = getattr(embedder, "spec", type(embedder).__name__)
         raise BindkitError(
