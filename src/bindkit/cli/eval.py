@@ -87,7 +87,9 @@ def register(commands: Any) -> None:
         "--out",
         type=Path,
         default=None,
-        help="report file: .md (default RESULTS/report.md), .html, .csv or .tex",
+        help="report file: .md (default RESULTS/report.md), .html, .csv or .tex; or a folder "
+        "(no suffix, e.g. site/) for a static results site: sortable tables, provenance per "
+        "score, the result files",
     )
     rep.set_defaults(handler=_report)
 
@@ -143,6 +145,11 @@ def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[st
 def _report(args: argparse.Namespace) -> int:
     from bindkit.results.report import write_report
 
+    if args.out is not None and not args.out.suffix:
+        from bindkit.results.site import write_site
+
+        print(f"wrote {write_site(args.results, args.out, warn=_warn)}")
+        return 0
     target, plots = write_report(args.results, args.out, warn=_warn)
     print(f"wrote {target}" + "".join(f" and {p}" for p in plots))
     return 0

@@ -163,14 +163,21 @@ def collect(root: str | Path, warn: Callable[[str], None] | None = None) -> list
     A file that claims to be a result but cannot be used (truncated, wrong field types) is
     skipped with one ``warn`` line naming it; other JSON files are ignored.
     """
+    return [record for _path, record in collect_paths(root, warn)]
+
+
+def collect_paths(
+    root: str | Path, warn: Callable[[str], None] | None = None
+) -> list[tuple[Path, dict[str, Any]]]:
+    """:func:`collect` with each record's file."""
     root = Path(root)
     if not root.exists():
         raise BindkitError(f"{root}: not found; pass the --out directory of `bindkit eval`")
-    records = []
+    found = []
     for path in sorted(root.rglob("*.json")):
         record, problem = _read(path)
         if record is not None:
-            records.append(record)
+            found.append((path, record))
         elif problem is not None and warn is not None:
             warn(f"warning: {path}: skipped, {problem}")
-    return records
+    return found
