@@ -43,7 +43,7 @@ from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.ilias import DEFAULT_K, mean_ap_at_k
 from bindkit.mining.index import BACKENDS, IndexConfig, search
-from bindkit.results.tables import Table, label, pct
+from bindkit.results.tables import PAIRING_NAMES, Table, label, pct
 from bindkit.tasks import _images
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
@@ -401,7 +401,8 @@ class IliasFine(_IliasBase):
                 continue
             category = subset.split("/")[1]
             categories[category] = None
-            row = cells.setdefault((label(r), r["pairing"]), {})
+            pairing = PAIRING_NAMES.get(r["pairing"], r["pairing"])
+            row = cells.setdefault((label(r), pairing), {})
             row.setdefault(category, []).append(float(value))
         if not cells:
             return []
