@@ -1,0 +1,171 @@
+"""PODS, the Personal Object Discrimination Suite (Sundaram et al., ICLR 2025, "Personalized
+Representation from Personalized Generation"; github.com/ssundaram21/personalized-rep): 100
+household objects, 3 reference views each (``train/``) and 71-201 test photos each (``test/``)
+under distribution shifts. Retrieval as ``downstream/retrieval.py`` runs it for one object: its
+test photos are the queries, every object's reference views the database, scored by NDCG, MRR and
+top-10 accuracy (:mod:`bindkit.metrics.pods`). bindkit runs every object of a class split and
+reports the mean over objects of the per-object means (each official run is one object).
+
+Subsets are the class splits of ``pods_info.json``'s ``class_to_split``: ``test`` (the paper's
+test objects, 14 per semantic category; scored by default) and ``val``. The database always holds
+the reference views of every object in ``class_to_idx``, as the official code builds it.
+
+Files as published (``pods.zip``, unpacked by the repository's dataset/download_benchmarks.sh):
+``<data>/pods_info.json`` and ``<data>/{train,test}/<object>/<image>`` (jpg, png, JPEG, jpeg or
+JPG, in the object's folder or one folder below, as ``util/data_util.get_paths`` finds them).
+``pods_image_annos.json`` (which test photo is in which distribution-shift split) is not read:
+its image-id format is not documented, so per-shift scores are not offered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindkit._io import sha256_file
+from bindkit.embed.protocol import Embedder
+from bindkit.errors import DataFormatError
+from bindkit.metrics.pods import hit_at, ndcg, ranked_relevance, reciprocal_rank
+from bindkit.tasks import _images
+from bindkit.tasks._files import read_json
+from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+
+PUBLISHED = (
+    "https://data.csail.mit.edu/personal_rep/pods.zip (github.com/ssundaram21/personalized-rep "
+    "dataset/README.md)"
+)
+EXTENSIONS = ("jpg", "png", "JPEG", "jpeg", "JPG")  # util/constants.py IMAGE_EXTENSIONS
+SPLITS = ("test", "val")
+
+
+@dataclass
+class PodsData:
+    root: Path
+    classes: list[str]  # class_to_idx's order
+    class_split: dict[str, str]
+    references: list[tuple[str, str]]  # (object, path relative to root)
+    tests: list[tuple[str, str]]
+
+
+def images_of(folder: Path) -> list[Path]:
+    """The images ``get_paths`` finds: in the folder and one folder below, sorted."""
+    found: set[Path] = set()
+    for ext in EXTENSIONS:
+        found.update(p for p in folder.glob(f"*.{ext}") if p.is_file())
+        found.update(p for p in folder.glob(f"*/*.{ext}") if p.is_file())
+    return sorted(found)
+
+
+def read_info(path: Path) -> tuple[list[str], dict[str, str]]:
+    """``pods_info.json``: the objects (``class_to_idx`` order) and their class splits."""
+    info = read_json(path, f"PODS' pods_info.json ({PUBLISHED})")
+    if not isinstance(info, dict):
+        raise DataFormatError(f"{path}: expected an object with class_to_idx and class_to_split")
+    to_idx, to_split = info.get("class_to_idx"), info.get("class_to_split")
+    if not isinstance(to_idx, dict) or not to_idx:
+        raise DataFormatError(f"{path}: field 'class_to_idx' must map each object to an id")
+    if not isinstance(to_split, dict):
+        raise DataFormatError(f"{path}: field 'class_to_split' must map each object to val/test")
+    classes = [str(c) for c in to_idx]
+    splits = {c: str(to_split.get(c)) for c in classes}
+    unknown = sorted(c for c, s in splits.items() if s not in SPLITS)
+    if unknown:
+        raise DataFormatError(f"{path}: class_to_split gives {unknown[0]!r} no val/test split")
+    return classes, splits
+
+
+class PODS(Task):
+    metadata = TaskMetadata(
+        name="pods",
+        description="PODS: each object's reference views retrieved from its test photos",
+        main_score="ndcg",
+        scores=("mrr", "top10_acc"),
+        reference="Sundaram et al., ICLR 2025; github.com/ssundaram21/personalized-rep "
+        "(downstream/retrieval.py)",
+        subsets=SPLITS,
+        modalities=("image",),
+        pairings=("ii",),
+        license="MIT (the dataset card)",
+        published=PUBLISHED,
+        data_dir="pods",
+        data_help="the unpacked pods.zip: pods_info.json, train/ and test/",
+    )
+
+    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
+        assert data is not None
+        info = data / "pods_info.json"
+        if not info.is_file():
+            raise DataFormatError(f"{info}: not found; PODS is published at {PUBLISHED}")
+        classes, splits = read_info(info)
+        root = image_root if image_root is not None else data
+        references, tests = [], []
+        for name in classes:
+            refs = images_of(root / "train" / name)
+            if not refs:
+                raise DataFormatError(
+                    f"{root / 'train' / name}: no reference images; unpack {PUBLISHED} there "
+                    "(or pass --image-root)"
+                )
+            references += [(name, p.relative_to(root).as_posix()) for p in refs]
+            tests += [
+                (name, p.relative_to(root).as_posix()) for p in images_of(root / "test" / name)
+            ]
+        digest = hashlib.sha256(sha256_file(info).encode())
+        for _, path in references + tests:
+            digest.update(f"\n{path}".encode())
+        payload = PodsData(root, classes, splits, references, tests)
+        present = tuple(s for s in SPLITS if s in set(splits.values()))
+        return Dataset("pods", digest.hexdigest(), str(data), payload, present, has_images=True)
+
+    def default_subsets(self, dataset: Dataset) -> tuple[str, ...]:
+        """The paper reports the test objects."""
+        return ("test",) if "test" in dataset.subsets else dataset.subsets
+
+    def evaluate(
+        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
+    ) -> dict[str, Any] | None:
+        data: PodsData = dataset.payload
+        queries = [(c, p) for c, p in data.tests if data.class_split[c] == subset]
+        if not queries:
+            return None
+        where = f"pods {subset}"
+        names = [p for _, p in data.references + queries]
+        if not _images.present(names, data.root, where, PUBLISHED, ctx).all():
+            ctx.note(f"warning: {where}: the reference set needs every image; nothing scored")
+            return None
+        x = embedder.embed_images(
+            _images.refs([p for _, p in data.references], data.root),
+            role="document",
+            instruction=self.metadata.document_instruction,
+        )
+        q = embedder.embed_images(
+            _images.refs([p for _, p in queries], data.root),
+            role="query",
+            instruction=self.query_instruction(subset, ctx),
+        )
+        similarity = q @ x.T
+        owners = np.array([c for c, _ in data.references])
+        relevant = owners[None, :] == np.array([c for c, _ in queries])[:, None]
+        ranked = ranked_relevance(similarity, relevant)
+        per = {"ndcg": ndcg(ranked), "mrr": reciprocal_rank(ranked), "top10_acc": hit_at(ranked)}
+        objects = [c for c in data.classes if any(o == c for o, _ in queries)]
+        labels = np.array([c for c, _ in queries])
+        scores = {
+            name: float(np.mean([values[labels == c].mean() for c in objects]))
+            for name, values in per.items()
+        }
+        order = np.argsort(-similarity, axis=1, kind="stable")[:, :5]
+        return {
+            "scores": scores,
+            "counts": {"objects": len(objects), "queries": len(queries), "references": len(x)},
+            "per_query": {
+                "metric": "ndcg",
+                "ids": [p for _, p in queries],
+                "values": [float(v) for v in per["ndcg"]],
+                "top": [[data.references[j][1] for j in row] for row in order.tolist()],
+            },
+        }
