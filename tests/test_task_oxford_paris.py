@@ -207,3 +207,20 @@ def test_missing_files_are_named(tmp_path: Path) -> None:
     (data / "gt" / "all_souls_1_ok.txt").write_text("all_souls_a2\nall_souls_zz\n")
     with pytest.raises(BindkitError, match=r"1 of 1 images missing .*all_souls_zz\.jpg"):
         task.evaluate(ColourEmbedder(), task.load(data), "default", "ii", EvalContext())
+
+
+def test_sculptures6k_reads_the_oxford_convention(tmp_path: Path) -> None:
+    from bindkit.evaluation import evaluate
+
+    data = tmp_path / "sculptures6k"
+    _write_release(data, data / "images" / "test", "Henry_Moore_Arch", "", nested=False)
+    (record,) = evaluate(
+        [ColourEmbedder()],
+        task="sculptures6k",
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+    )
+    assert record["counts"] == {"queries": 1, "database": 6}
+    assert record["scores"]["map"] == pytest.approx(EXPECTED_AP, abs=1e-9)
