@@ -158,3 +158,30 @@ def oxford_map(
     valid = ~np.isnan(aps)
     return (float(aps[valid].mean()) if valid.any() else float("nan")), aps
 
+
+# -- graded relevance (INSTRE-M against INSTRE-S+M) ------------------------------------------
+
+
+def ndcg(ranking: np.ndarray, gains: np.ndarray) -> float:
+    """nDCG of one full ranking (database indices, best first) with linear gains: DCG is
+    ``sum(gain[ranking[i]] / log2(i + 2))`` over every rank ``i`` (0-based), divided by the DCG
+    of the gains sorted best first. NaN when every gain is 0."""
+    gains = np.asarray(gains, np.float64)
+    discount = 1.0 / np.log2(np.arange(len(gains), dtype=np.float64) + 2)
+    ideal = float((np.sort(gains)[::-1] * discount).sum())
+    if ideal == 0:
+        return float("nan")
+    return float((gains[np.asarray(ranking)] * discount).sum() / ideal)
+
+
+def graded_scores(similarity: np.ndarray, gains: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-query ``ap`` (any positive gain is relevant, no junk) and ``ndcg`` (the gains as
+    given) of (queries, database) similarities against (queries, database) gains, ranked by
+    :func:`rankings`; NaN for a query with no relevant image."""
+    order = rankings(similarity)
+    gains = np.asarray(gains, np.float64)
+    ap = np.array(
+        [query_ap(order[q], np.flatnonzero(gains[q] > 0).tolist()) for q in range(len(order))]
+    )
+    nd = np.array([ndcg(order[q], gains[q]) for q in range(len(order))])
+    return {"ap": ap, "ndcg": nd}
