@@ -90,12 +90,12 @@ def _write_release(root: Path) -> None:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         picture = pil.new("RGB", (10, 10), (128, 128, 128))
         if rel in QUERY_COLOURS:
-            picture.paste(QUERY_COLOURS[rel], (2, 3, 8, 9))  # the query box [2, 3, 6, 6]
+            picture.paste(QUERY_COLOURS[rel], (2, 3, 8, 9))  # the query box, x1 y1 x2 y2
         picture.save(root / rel, format="PNG")
     as_cells = lambda items: np.array([[np.array([s]) for s in items]], dtype=object).reshape(1, -1)  # noqa: E731
     gnd = np.zeros((1, len(QIMLIST)), dtype=[("ok", object), ("bbx", object)])
     for i in range(len(QIMLIST)):
-        gnd[0, i] = (np.array([[1, 2]], np.float64), np.array([[2.0, 3.0, 6.0, 6.0]]))
+        gnd[0, i] = (np.array([[1, 2]], np.float64), np.array([[2.0, 3.0, 8.0, 9.0]]))
     sio.savemat(
         root / "gnd_instre.mat",
         {"qimlist": as_cells(QIMLIST), "imlist": as_cells(IMLIST), "gnd": gnd},

@@ -17,11 +17,14 @@ full ranking, :func:`~bindkit.metrics.instance.ndcg`); for ``M_to_SM`` nDCG is t
 for the other two its gains are 0/1.
 
 Files read: ``<data>/gnd_instre.mat`` (Iscen et al., CVPR 2017: the common split of 1,250 query
-images, 5 per class, with their query boxes ``[x, y, w, h]``, and the 27,293 other images as the
-database; its ``qimlist``, ``imlist`` and each ``gnd`` entry's box are read; the per-query
-positives there are not used, relevance follows the release's folders as above) and the images
-of the release, ``INSTRE-S1/``, ``INSTRE-S2/``, ``INSTRE-M/`` under ``--image-root`` (default:
-beside the ``.mat``). Queries are cropped to their boxes.
+images, 5 per class, and the 27,293 other images as the database) — its ``qimlist``, ``imlist``
+and each ``gnd`` entry's query box (the second field, ``x1 y1 x2 y2`` in pixels like revisitop's
+``bbx``, unlike the release's per-image ``.txt`` boxes, which are ``x y w h``; an INSTRE-M
+query's box spans both objects) — and the images of the release, ``INSTRE-S1/``,
+``INSTRE-S2/``, ``INSTRE-M/`` under ``--image-root`` (default: beside the ``.mat``). Queries are
+cropped to their boxes. The ``.mat``'s per-query positive lists are not read: relevance follows
+the release's folders as above (the release's own rule: the first box of an INSTRE-M image is
+its S1 ``a`` object, the second its ``b``).
 """
 
 from __future__ import annotations
@@ -102,9 +105,9 @@ def read_gnd(path: Path) -> tuple[list[str], list[str], list[tuple[float, float,
     for number, entry in enumerate(gnd):
         box = np.ravel(entry[1]).astype(np.float64) if len(entry) > 1 else np.empty(0)
         if box.size != 4:
-            raise DataFormatError(f"{path}: gnd[{number}] has no [x, y, w, h] box")
-        x, y, w, h = box.tolist()
-        boxes.append((x, y, x + w, y + h))
+            raise DataFormatError(f"{path}: gnd[{number}] has no [x1, y1, x2, y2] box")
+        x1, y1, x2, y2 = box.tolist()
+        boxes.append((x1, y1, x2, y2))
     return qimlist, imlist, boxes
 
 

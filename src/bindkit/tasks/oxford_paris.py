@@ -13,8 +13,10 @@ folder per landmark). ``--data`` is the ground-truth folder or a folder holding 
 are every ``*.jpg`` under ``--image-root`` (default: the release's folder name beside the
 ground truth, e.g. ``DATA/oxbuild_images``), matched to the ground truth by file stem. The
 collection is ranked as a whole (the query images included, as compute_ap is run), ties in file
-order. Files that cannot be opened as images (Paris ships 20 corrupt ones) are left out with a
-note; the ground truth still counts them, as compute_ap would on a list without them.
+order. Files that cannot be opened as images are left out with a note: Paris ships 20 (HTML
+error pages saved as ``.jpg``, listed in the publisher's ``corrupt.txt``), which common practice
+(e.g. Gordo et al.'s deep-retrieval evaluation) drops from the ranked list while compute_ap
+still counts them among the positives of the unchanged ground truth; so does this task.
 
 The Sculptures 6k task (:mod:`bindkit.tasks.sculptures6k`) reads the same file convention.
 """
