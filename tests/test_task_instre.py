@@ -83,7 +83,10 @@ QIMLIST = [AQ, CQ, MQ]
 QUERY_COLOURS = {AQ: (200, 0, 0), CQ: (0, 200, 0), MQ: (0, 0, 200)}
 
 
-def _write_release(root: Path) -> None:
+LISTED = {AQ: [A1, A2, M1, M2], CQ: [C1], MQ: [M1, M2]}  # the .mat's positives
+
+
+def _write_release(root: Path, listed: dict[str, list[str]] | None = None) -> None:
     pil = pytest.importorskip("PIL.Image")
     sio = pytest.importorskip("scipy.io")
     for rel in IMLIST + QIMLIST:
@@ -94,8 +97,9 @@ def _write_release(root: Path) -> None:
         picture.save(root / rel, format="PNG")
     as_cells = lambda items: np.array([[np.array([s]) for s in items]], dtype=object).reshape(1, -1)  # noqa: E731
     gnd = np.zeros((1, len(QIMLIST)), dtype=[("ok", object), ("bbx", object)])
-    for i in range(len(QIMLIST)):
-        gnd[0, i] = (np.array([[1, 2]], np.float64), np.array([[2.0, 3.0, 8.0, 9.0]]))
+    for i, q in enumerate(QIMLIST):
+        ok = [IMLIST.index(p) + 1 for p in (listed or LISTED)[q]]  # 1-based, as MATLAB writes
+        gnd[0, i] = (np.array([ok], np.float64), np.array([[2.0, 3.0, 8.0, 9.0]]))
     sio.savemat(
         root / "gnd_instre.mat",
         {"qimlist": as_cells(QIMLIST), "imlist": as_cells(IMLIST), "gnd": gnd},
@@ -158,6 +162,13 @@ def test_instre_per_query_and_missing_files(tmp_path: Path) -> None:
     per_query = result["per_query"]
     assert per_query["metric"] == "ap" and per_query["ids"] == [MQ]
     assert len(per_query["top"][0]) == 5 and set(per_query["top"][0]) <= set(IMLIST)
+    notes: list[str] = []
+    task.evaluate(PathEmbedder(), dataset, "S", "ii", EvalContext(warn=notes.append))
+    assert notes == []  # the fixture's listed positives agree with the folder rule
+    _write_release(root, {**LISTED, CQ: [C1, B1]})
+    task.evaluate(PathEmbedder(), task.load(root), "S", "ii", EvalContext(warn=notes.append))
+    assert len(notes) == 1 and "1 positives listed in gnd_instre.mat" in notes[0]
+    assert "INSTRE-S1/01b_panda/001.jpg for INSTRE-S2/cup/002.jpg" in notes[0]
     (root / M1).unlink()
     with pytest.raises(BindkitError, match=r"instre: 1 of 8 images missing"):
         task.evaluate(PathEmbedder(), dataset, "M_to_SM", "ii", EvalContext())

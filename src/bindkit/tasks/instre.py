@@ -22,9 +22,10 @@ and each ``gnd`` entry's query box (the second field, ``x1 y1 x2 y2`` in pixels 
 ``bbx``, unlike the release's per-image ``.txt`` boxes, which are ``x y w h``; an INSTRE-M
 query's box spans both objects) — and the images of the release, ``INSTRE-S1/``,
 ``INSTRE-S2/``, ``INSTRE-M/`` under ``--image-root`` (default: beside the ``.mat``). Queries are
-cropped to their boxes. The ``.mat``'s per-query positive lists are not read: relevance follows
-the release's folders as above (the release's own rule: the first box of an INSTRE-M image is
-its S1 ``a`` object, the second its ``b``).
+cropped to their boxes. Relevance follows the release's folders as above (the release's own
+rule: the first box of an INSTRE-M image is its S1 ``a`` object, the second its ``b``); the
+``.mat``'s per-query positives (the first field, 1-based into ``imlist``) are only checked
+against it: a listed positive showing none of the query's objects is reported in one line.
 """
 
 from __future__ import annotations
@@ -78,8 +79,12 @@ def gains(queries: list[str], gallery: list[str]) -> np.ndarray:
     return np.array([[len(a & b) for b in g] for a in q], np.float64)
 
 
-def read_gnd(path: Path) -> tuple[list[str], list[str], list[tuple[float, float, float, float]]]:
-    """(query paths, database paths, query boxes as x1, y1, x2, y2) from ``gnd_instre.mat``."""
+Box = tuple[float, float, float, float]
+
+
+def read_gnd(path: Path) -> tuple[list[str], list[str], list[Box], list[list[int]]]:
+    """(query paths, database paths, query boxes as x1, y1, x2, y2, 0-based positives per query)
+    from ``gnd_instre.mat``."""
     if not path.is_file():
         raise DataFormatError(f"{path}: not found; download gnd_instre.mat from {PUBLISHED}")
     try:
@@ -101,18 +106,42 @@ def read_gnd(path: Path) -> tuple[list[str], list[str], list[tuple[float, float,
     gnd = np.ravel(mat["gnd"])
     if len(gnd) != len(qimlist):
         raise DataFormatError(f"{path}: gnd and qimlist differ in length")
-    boxes = []
+    boxes: list[Box] = []
+    positives = []
     for number, entry in enumerate(gnd):
+        positives.append([int(i) - 1 for i in np.ravel(entry[0])] if len(entry) else [])
         box = np.ravel(entry[1]).astype(np.float64) if len(entry) > 1 else np.empty(0)
         if box.size != 4:
             raise DataFormatError(f"{path}: gnd[{number}] has no [x1, y1, x2, y2] box")
         x1, y1, x2, y2 = box.tolist()
         boxes.append((x1, y1, x2, y2))
-    return qimlist, imlist, boxes
+    return qimlist, imlist, boxes, positives
 
 
 def _is_m(path: str) -> bool:
     return path.replace("\\", "/").startswith("INSTRE-M/")
+
+
+def _check_listed(
+    qimlist: list[str],
+    imlist: list[str],
+    listed: list[list[int]],
+    chosen: list[int],
+    ctx: EvalContext,
+) -> None:
+    """One note when the ``.mat``'s positives disagree with the folder rule for these queries."""
+    bad = [
+        (qimlist[q], imlist[i])
+        for q in chosen
+        for i in listed[q]
+        if not 0 <= i < len(imlist) or not instances(qimlist[q]) & instances(imlist[i])
+    ]
+    if bad:
+        ctx.note(
+            f"warning: instre: {len(bad)} positives listed in gnd_instre.mat show none of their "
+            f"query's objects by the folder rule (first: {bad[0][1]} for {bad[0][0]}); "
+            "check that the images and the .mat come from the same release"
+        )
 
 
 class Instre(Task):
@@ -134,17 +163,17 @@ class Instre(Task):
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None
         file = data / "gnd_instre.mat" if data.is_dir() else data
-        qimlist, imlist, boxes = read_gnd(file)
+        qimlist, imlist, boxes, positives = read_gnd(file)
         for p in (*qimlist, *imlist):
             instances(p)  # every path names its objects, or the file is not INSTRE's
         root = image_root if image_root is not None else file.parent
-        payload = (qimlist, imlist, boxes, root)
+        payload = (qimlist, imlist, boxes, positives, root)
         return Dataset("instre", sha256_file(file), str(file), payload, SUBSETS, has_images=True)
 
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any] | None:
-        qimlist, imlist, boxes, root = dataset.payload
+        qimlist, imlist, boxes, listed, root = dataset.payload
         chosen = [i for i, p in enumerate(qimlist) if _is_m(p) == (subset != "S")]
         queries = [qimlist[i] for i in chosen]
         gallery = [p for p in imlist if subset == "M_to_SM" or not _is_m(p)]
@@ -166,6 +195,7 @@ class Instre(Task):
         )
         similarity = qv @ xv.T
         per = graded_scores(similarity, gains(queries, gallery))
+        _check_listed(qimlist, imlist, listed, chosen, ctx)
         valid = ~np.isnan(per["ap"])
         order = rankings(similarity)
         return {
