@@ -224,3 +224,15 @@ def test_sculptures6k_reads_the_oxford_convention(tmp_path: Path) -> None:
     )
     assert record["counts"] == {"queries": 1, "database": 6}
     assert record["scores"]["map"] == pytest.approx(EXPECTED_AP, abs=1e-9)
+    # the database is the folder: an added image makes the stored result stale
+    pil = pytest.importorskip("PIL.Image")
+    pil.new("RGB", (8, 8), (255, 0, 0)).save(data / "images" / "test" / "x.jpg", format="PNG")
+    (again,) = evaluate(
+        [ColourEmbedder()],
+        task="sculptures6k",
+        data=data,
+        out=tmp_path / "r",
+        cache=False,
+        verbose=False,
+    )
+    assert again["counts"]["database"] == 7 and again["scores"]["map"] < EXPECTED_AP

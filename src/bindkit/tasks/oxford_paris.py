@@ -117,6 +117,15 @@ def collection(root: Path) -> dict[str, str]:
     return found
 
 
+def listing_sha256(root: Path) -> str:
+    """A digest of the collection's file names and sizes: the database is whatever the folder
+    holds, so a result is recomputed when that changes."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.jpg")) if root.is_dir() else []:
+        digest.update(f"{path.relative_to(root).as_posix()}\t{path.stat().st_size}\n".encode())
+    return digest.hexdigest()
+
+
 def readable(root: Path, names: list[str]) -> np.ndarray:
     """A mask of the files PIL can identify as images (header only)."""
     from PIL import Image, UnidentifiedImageError
@@ -152,7 +161,14 @@ class OxfordConvention(Task):
             near = [p / self.images_dir for p in (data, folder.parent)]
             root = next((p for p in near if p.is_dir()), near[0])
         name = self.metadata.name
-        return Dataset(name, digest.hexdigest(), str(folder), (queries, root), has_images=True)
+        return Dataset(
+            name,
+            digest.hexdigest(),
+            str(folder),
+            (queries, root),
+            has_images=True,
+            images_sha256=lambda: listing_sha256(root),
+        )
 
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
