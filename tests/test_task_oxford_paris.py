@@ -236,3 +236,47 @@ def test_sculptures6k_reads_the_oxford_convention(tmp_path: Path) -> None:
         verbose=False,
     )
     assert again["counts"]["database"] == 7 and again["scores"]["map"] < EXPECTED_AP
+
+
+@pytest.mark.slow
+def test_cli_with_builtin_tiny_clip_equals_the_compute_ap_loop(tmp_path: Path) -> None:
+    """`bindkit eval --task oxford5k` with a real image model: its mAP is compute_ap.cpp's on the
+    ranking of the model's own embeddings of the crop and the collection."""
+    import json
+
+    pil = pytest.importorskip("PIL.Image")
+    pytest.importorskip("torch")
+    from bindkit.cli import main
+    from bindkit.embed.images import ImageRef
+    from bindkit.embed.registry import load_embedder
+
+    data = tmp_path / "oxford5k"
+    gt, images = data / "gt_files_170407", data / "oxbuild_images"
+    gt.mkdir(parents=True)
+    images.mkdir()
+    rng = np.random.default_rng(0)
+    names = [f"all_souls_{i:06d}" for i in range(12)]
+    colours = [tuple(int(c) for c in rng.integers(0, 256, 3)) for _ in names]
+    for name, colour in zip(names, colours, strict=True):
+        picture = pil.new("RGB", (64, 48), colour)
+        if name == "all_souls_000000":  # the query: its box shows what image 3 shows
+            picture.paste(colours[3], (10, 5, 41, 31))
+        picture.save(images / f"{name}.jpg", format="PNG")
+    (gt / "all_souls_1_query.txt").write_text("oxc1_all_souls_000000 10.5 5.0 40.2 30.9\n")
+    (gt / "all_souls_1_good.txt").write_text("all_souls_000003\n")
+    (gt / "all_souls_1_ok.txt").write_text("all_souls_000008\n")
+    (gt / "all_souls_1_junk.txt").write_text("all_souls_000005\n")
+    argv = ["eval", "--model", "builtin:tiny-clip", "--task", "oxford5k", "--data", str(data)]
+    assert main([*argv, "--out", str(tmp_path / "r"), "--no-cache"]) in (0, None)
+    (file,) = (tmp_path / "r").rglob("ii.json")
+    got = json.loads(file.read_text())["scores"]["map"]
+    model = load_embedder("builtin:tiny-clip", cache=False, progress=False)
+    crop = pil.open(images / "all_souls_000000.jpg").crop((10.5, 5.0, 40.2, 30.9))
+    q = model.embed_images([crop])
+    x = model.embed_images([ImageRef(images / f"{n}.jpg") for n in names], role="document")
+    ranked = [names[i] for i in np.argsort(-(q @ x.T)[0], kind="stable")]
+    positives = {"all_souls_000003", "all_souls_000008"}
+    assert got == pytest.approx(_compute_ap_cpp(positives, {"all_souls_000005"}, ranked), abs=1e-6)
+    uncropped = model.embed_images([ImageRef(images / "all_souls_000000.jpg")])
+    other = [names[i] for i in np.argsort(-(uncropped @ x.T)[0], kind="stable")]
+    assert got != pytest.approx(_compute_ap_cpp(positives, {"all_souls_000005"}, other), abs=1e-3)
