@@ -205,7 +205,9 @@ def test_missing_files_are_named(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError, match=r"all_souls_1_ok.txt: not found"):
         task.load(data)
     (data / "gt" / "all_souls_1_ok.txt").write_text("all_souls_a2\nall_souls_zz\n")
-    with pytest.raises(BindkitError, match=r"1 of 1 images missing .*all_souls_zz\.jpg"):
+    with pytest.raises(
+        BindkitError, match=r"1 of 5 images missing \(first: .*oxbuild_images/all_souls_zz\.jpg\)"
+    ):
         task.evaluate(ColourEmbedder(), task.load(data), "default", "ii", EvalContext())
 
 

@@ -183,10 +183,10 @@ class OxfordConvention(Task):
                 f"published at {published}"
             )
         stems = collection(root)
-        named = {s for q in queries for s in (q.image, *q.good, *q.ok, *q.junk)}
-        absent = sorted(named - set(stems))
-        if absent:
-            _images.present([f"{s}.jpg" for s in absent], None, where, published, ctx)
+        named = sorted({s for q in queries for s in (q.image, *q.good, *q.ok, *q.junk)})
+        if any(s not in stems for s in named):
+            paths = [stems.get(s, f"{s}.jpg") for s in named]
+            _images.present(paths, root, where, published, ctx)
             ctx.note(f"warning: {where}: mAP needs every image; nothing scored")
             return None
         names = list(stems.values())
