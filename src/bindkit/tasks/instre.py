@@ -76,7 +76,16 @@ def gains(queries: list[str], gallery: list[str]) -> np.ndarray:
     """(queries, gallery) gains: how many of the query's objects each image shows."""
     q = [instances(p) for p in queries]
     g = [instances(p) for p in gallery]
-    return np.array([[len(a & b) for b in g] for a in q], np.float64)
+    ids = {o: i for i, o in enumerate(sorted(set().union(*q, *g)))}
+
+    def members(items: list[frozenset[str]]) -> np.ndarray:
+        out = np.zeros((len(items), len(ids)), np.float64)
+        for row, objects in enumerate(items):
+            out[row, [ids[o] for o in objects]] = 1.0
+        return out
+
+    shared: np.ndarray = members(q) @ members(g).T  # objects in common, per pair
+    return shared
 
 
 Box = tuple[float, float, float, float]
