@@ -86,6 +86,14 @@ QUERY_COLOURS = {AQ: (200, 0, 0), CQ: (0, 200, 0), MQ: (0, 0, 200)}
 LISTED = {AQ: [A1, A2, M1, M2], CQ: [C1], MQ: [M1, M2]}  # the .mat's positives
 
 
+def _cells(items: list[str]) -> np.ndarray:
+    """A 1 × N MATLAB cell array of strings, as gnd_instre.mat stores its image lists."""
+    cells = np.empty((1, len(items)), dtype=object)
+    for i, item in enumerate(items):
+        cells[0, i] = item
+    return cells
+
+
 def _write_release(root: Path, listed: dict[str, list[str]] | None = None) -> None:
     pil = pytest.importorskip("PIL.Image")
     sio = pytest.importorskip("scipy.io")
@@ -95,14 +103,13 @@ def _write_release(root: Path, listed: dict[str, list[str]] | None = None) -> No
         if rel in QUERY_COLOURS:
             picture.paste(QUERY_COLOURS[rel], (2, 3, 8, 9))  # the query box, x1 y1 x2 y2
         picture.save(root / rel, format="PNG")
-    as_cells = lambda items: np.array([[np.array([s]) for s in items]], dtype=object).reshape(1, -1)  # noqa: E731
     gnd = np.zeros((1, len(QIMLIST)), dtype=[("ok", object), ("bbx", object)])
     for i, q in enumerate(QIMLIST):
         ok = [IMLIST.index(p) + 1 for p in (listed or LISTED)[q]]  # 1-based, as MATLAB writes
         gnd[0, i] = (np.array([ok], np.float64), np.array([[2.0, 3.0, 8.0, 9.0]]))
     sio.savemat(
         root / "gnd_instre.mat",
-        {"qimlist": as_cells(QIMLIST), "imlist": as_cells(IMLIST), "gnd": gnd},
+        {"qimlist": _cells(QIMLIST), "imlist": _cells(IMLIST), "gnd": gnd},
     )
 
 
