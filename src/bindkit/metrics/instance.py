@@ -110,3 +110,78 @@ def revisited_maps(
             values = [precision_at(r, k) for r in ranks]
             out[f"mp_at_{k}_{setting}"] = float(np.mean(values)) if values else float("nan")
     return out
+
+
+# -- the original Oxford/Paris protocol (Philbin et al. 2007/2008) ---------------------------
+
+
+def oxford_ap(
+    ranking: np.ndarray,
+    positives: Sequence[int],
+    junk: Sequence[int] = (),
+    n_positives: int | None = None,
+) -> float:
+    """AP of one ranking as the Oxford Buildings ``compute_ap.cpp`` computes it.
+
+    The program walks the ranked list, skips junk images, and adds the trapezoid between the
+    previous and the current precision for each recall step, which is :func:`trapezoid_ap` on
+    the junk-removed ranks. Its two edge conventions are kept: an image listed both as positive
+    (good or ok) and as junk is skipped like junk yet still counts in the denominator, and the
+    denominator is the size of the positive set (``n_positives``, default the distinct
+    ``positives``), so a positive absent from the ranking lowers the AP. NaN without positives
+    (the program divides by zero there).
+    """
+    total = len(set(positives)) if n_positives is None else n_positives
+    if total == 0:
+        return float("nan")
+    scored = np.setdiff1d(np.asarray(positives, np.int64), np.asarray(junk, np.int64))
+    return trapezoid_ap(positive_ranks(ranking, scored.tolist(), junk), total)
+
+
+def oxford_map(
+    similarity: np.ndarray,
+    positives: Sequence[Sequence[int]],
+    junk: Sequence[Sequence[int]],
+    n_positives: Sequence[int] | None = None,
+) -> tuple[float, np.ndarray]:
+    """(mAP, per-query AP) of (queries, database) similarities under :func:`oxford_ap`, ranked
+    by :func:`rankings` (ties in database order); queries without positives are left out."""
+    order = rankings(similarity)
+    aps = np.array(
+        [
+            oxford_ap(
+                order[q], positives[q], junk[q], None if n_positives is None else n_positives[q]
+            )
+            for q in range(len(order))
+        ]
+    )
+    valid = ~np.isnan(aps)
+    return (float(aps[valid].mean()) if valid.any() else float("nan")), aps
+
+
+# -- graded relevance (INSTRE-M against INSTRE-S+M) ------------------------------------------
+
+
+def ndcg(ranking: np.ndarray, gains: np.ndarray) -> float:
+    """nDCG of one full ranking (database indices, best first) with linear gains: DCG is
+    ``sum(gain[ranking[i]] / log2(i + 2))`` over every rank ``i`` (0-based), divided by the DCG
+    of the gains sorted best first. NaN when every gain is 0."""
+    gains = np.asarray(gains, np.float64)
+    discount = 1.0 / np.log2(np.arange(len(gains), dtype=np.float64) + 2)
+    ideal = float((np.sort(gains)[::-1] * discount).sum())
+    if ideal == 0:
+        return float("nan")
+    return float((gains[np.asarray(ranking)] * discount).sum() / ideal)
+
+
+def graded_scores(similarity: np.ndarray, gains: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-query ``ap`` (any positive gain is relevant, no junk) and ``ndcg`` (the gains as
+    given) of (queries, database) similarities against (queries, database) gains, ranked by
+    :func:`rankings`; NaN for a query with no relevant image."""
+    order = rankings(similarity)
+    gains = np.asarray(gains, np.float64)
+    ap = np.array(
+        [query_ap(order[q], np.flatnonzero(gains[q] > 0).tolist()) for q in range(len(order))]
+    )
+    nd = np.array([ndcg(order[q], gains[q]) for q in range(len(order))])
+    return {"ap": ap, "ndcg": nd}

@@ -1,0 +1,270 @@
+"""Oxford5K and Paris6K under their original protocol (Philbin et al., CVPR 2007 and 2008): 55
+queries (11 landmarks × 5), each cropped to the box its query file gives, retrieve from the
+whole image collection; good and ok images are relevant, junk images are skipped, and the AP is
+the trapezoid rule of the Oxford Buildings ``compute_ap.cpp`` (:func:`~bindkit.metrics.instance.
+oxford_ap`). Main score: mAP over the queries.
+
+Files as published: the ground-truth folder (Oxford ``gt_files_170407.tgz``, Paris
+``paris_120310.tgz``) holding per query ``<name>_query.txt`` (one line ``<image> x1 y1 x2 y2``;
+Oxford writes the image as ``oxc1_<image>``, Paris without a prefix) and ``<name>_good.txt``,
+``<name>_ok.txt``, ``<name>_junk.txt`` (one image name per line, no extension); and the images
+(Oxford ``oxbuild_images.tgz``: one flat folder; Paris ``paris_1.tgz`` + ``paris_2.tgz``: one
+folder per landmark). ``--data`` is the ground-truth folder or a folder holding it; the images
+are every ``*.jpg`` under ``--image-root`` (default: the release's folder name beside the
+ground truth, e.g. ``DATA/oxbuild_images``), matched to the ground truth by file stem. The
+collection is ranked as a whole (the query images included, as compute_ap is run), ties in file
+order. Files that cannot be opened as images are left out with a note: Paris ships 20 (HTML
+error pages saved as ``.jpg``, listed in the publisher's ``corrupt.txt``), which common practice
+(e.g. Gordo et al.'s deep-retrieval evaluation) drops from the ranked list while compute_ap
+still counts them among the positives of the unchanged ground truth; so does this task.
+
+The Sculptures 6k task (:mod:`bindkit.tasks.sculptures6k`) reads the same file convention.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindkit.embed.images import ImageRef
+from bindkit.embed.protocol import Embedder
+from bindkit.errors import DataFormatError
+from bindkit.metrics.instance import oxford_map, rankings
+from bindkit.tasks import _images
+from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.revisited import _crop
+
+LISTS = ("good", "ok", "junk")
+TOP = 5  # candidates kept per query for the per-query comparison
+
+
+@dataclass(frozen=True)
+class GtQuery:
+    """One query of an Oxford-convention ground-truth folder."""
+
+    name: str  # e.g. all_souls_1
+    image: str  # the query image's stem, prefix removed (all_souls_000013)
+    box: tuple[float, float, float, float]  # x1, y1, x2, y2 in the stored pixels
+    good: tuple[str, ...]
+    ok: tuple[str, ...]
+    junk: tuple[str, ...]
+
+
+def _lines(path: Path, published: str) -> list[str]:
+    if not path.is_file():
+        raise DataFormatError(f"{path}: not found; the ground truth is published at {published}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DataFormatError(f"{path}: not UTF-8 text; download the ground truth again") from None
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def gt_folder(data: Path, published: str) -> Path:
+    """The folder of ``*_query.txt`` files: ``data`` itself or its one subfolder holding them."""
+    if any(data.glob("*_query.txt")):
+        return data
+    found = sorted(p for p in data.iterdir() if p.is_dir() and any(p.glob("*_query.txt")))
+    if len(found) != 1:
+        what = "no" if not found else f"{len(found)} folders with"
+        raise DataFormatError(
+            f"{data}: {what} *_query.txt ground-truth files; pass --data with the one ground-truth "
+            f"folder published at {published}"
+        )
+    return found[0]
+
+
+def read_gt(folder: Path, published: str, prefix: str = "") -> list[GtQuery]:
+    """Every query of an Oxford-convention ground-truth folder, by query name.
+
+    ``prefix`` is stripped from the image name of each query line (Oxford's ``oxc1_``)."""
+    queries = []
+    for file in sorted(folder.glob("*_query.txt")):
+        name = file.name[: -len("_query.txt")]
+        lines = _lines(file, published)
+        fields = lines[0].split() if len(lines) == 1 else []
+        if len(fields) != 5:
+            raise DataFormatError(
+                f"{file}: expected one line '<image> x1 y1 x2 y2'; download the ground truth again"
+            )
+        try:
+            x1, y1, x2, y2 = (float(v) for v in fields[1:])
+        except ValueError:
+            raise DataFormatError(f"{file}: the box {fields[1:]} is not four numbers") from None
+        image = fields[0][len(prefix) :] if prefix and fields[0].startswith(prefix) else fields[0]
+        lists = {k: tuple(_lines(folder / f"{name}_{k}.txt", published)) for k in LISTS}
+        queries.append(GtQuery(name, image, (x1, y1, x2, y2), **lists))
+    if not queries:
+        raise DataFormatError(f"{folder}: no *_query.txt files; it is published at {published}")
+    return queries
+
+
+def collection(root: Path) -> dict[str, str]:
+    """Image stem → path relative to ``root`` for every ``*.jpg`` below it, in path order."""
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*.jpg")):
+        rel = path.relative_to(root).as_posix()
+        if path.stem in found:
+            raise DataFormatError(
+                f"{root}: {found[path.stem]} and {rel} share the name {path.stem}; the ground "
+                "truth names images by stem, so keep one"
+            )
+        found[path.stem] = rel
+    return found
+
+
+def listing_sha256(root: Path) -> str:
+    """A digest of the collection's file names and sizes: the database is whatever the folder
+    holds, so a result is recomputed when that changes."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.jpg")) if root.is_dir() else []:
+        digest.update(f"{path.relative_to(root).as_posix()}\t{path.stat().st_size}\n".encode())
+    return digest.hexdigest()
+
+
+def readable(root: Path, names: list[str]) -> np.ndarray:
+    """A mask of the files PIL can identify as images (header only)."""
+    from PIL import Image, UnidentifiedImageError
+
+    mask = np.ones(len(names), bool)
+    for i, name in enumerate(names):
+        try:
+            with Image.open(root / name):
+                pass
+        except (UnidentifiedImageError, OSError):
+            mask[i] = False
+    return mask
+
+
+class OxfordConvention(Task):
+    """A benchmark published as Oxford-style ground-truth files plus an image folder."""
+
+    metadata = TaskMetadata(name="_oxford_convention", description="", main_score="map")
+    prefix = ""  # stripped from query-file image names
+    images_dir = "images"  # the release's image folder name, beside the ground truth
+
+    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
+        assert data is not None
+        published = self.metadata.published
+        folder = gt_folder(data, published)
+        queries = read_gt(folder, published, self.prefix)
+        digest = hashlib.sha256()
+        for q in queries:
+            digest.update(repr(q).encode())
+        if image_root is not None:
+            root = image_root
+        else:
+            near = [p / self.images_dir for p in (data, folder.parent)]
+            root = next((p for p in near if p.is_dir()), near[0])
+        name = self.metadata.name
+        return Dataset(
+            name,
+            digest.hexdigest(),
+            str(folder),
+            (queries, root),
+            has_images=True,
+            images_sha256=lambda: listing_sha256(root),
+        )
+
+    def evaluate(
+        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
+    ) -> dict[str, Any] | None:
+        queries: list[GtQuery] = dataset.payload[0]
+        root: Path = dataset.payload[1]
+        where = self.metadata.name
+        published = self.metadata.published
+        if not root.is_dir():
+            raise DataFormatError(
+                f"{where}: image folder {root} not found; pass --image-root with the images "
+                f"published at {published}"
+            )
+        stems = collection(root)
+        named = sorted({s for q in queries for s in (q.image, *q.good, *q.ok, *q.junk)})
+        if any(s not in stems for s in named):
+            paths = [stems.get(s, f"{s}.jpg") for s in named]
+            _images.present(paths, root, where, published, ctx)
+            ctx.note(f"warning: {where}: mAP needs every image; nothing scored")
+            return None
+        names = list(stems.values())
+        ok = readable(root, names)
+        if not ok.all():
+            bad = [n for n, good in zip(names, ok, strict=True) if not good]
+            ctx.note(
+                f"{where}: {len(bad)} files are not readable images and are left out "
+                f"(first: {', '.join(bad[:3])})"
+            )
+            names = [n for n, good in zip(names, ok, strict=True) if good]
+        index = {Path(n).stem: i for i, n in enumerate(names)}
+        if any(q.image not in index for q in queries):
+            lost = next(q for q in queries if q.image not in index)
+            raise DataFormatError(f"{where}: query {lost.name}'s image {lost.image} is unreadable")
+        crops = [_crop(root / names[index[q.image]], q.box) for q in queries]
+        qv = embedder.embed_images(
+            crops, role="query", instruction=self.query_instruction(subset, ctx)
+        )
+        xv = embedder.embed_images(
+            [ImageRef(root / n) for n in names],
+            role="document",
+            instruction=self.metadata.document_instruction,
+        )
+        positives = [[index[s] for s in {*q.good, *q.ok} if s in index] for q in queries]
+        junk = [[index[s] for s in set(q.junk) if s in index] for q in queries]
+        n_positives = [len({*q.good, *q.ok}) for q in queries]
+        similarity = qv @ xv.T
+        mean, aps = oxford_map(similarity, positives, junk, n_positives)
+        order = rankings(similarity)
+        per_query = {
+            "metric": "ap",
+            "ids": [names[index[q.image]] for q in queries],
+            "values": [float(v) for v in aps],
+            "top": [[names[i] for i in row[:TOP]] for row in order],
+        }
+        return {
+            "scores": {"map": mean},
+            "counts": {"queries": len(queries), "database": len(names)},
+            "per_query": per_query,
+        }
+
+
+def _meta(name: str, title: str, published: str, reference: str, images: str) -> TaskMetadata:
+    return TaskMetadata(
+        name=name,
+        description=f"{title}, original protocol: instance retrieval mAP, query crops",
+        main_score="map",
+        reference=reference,
+        modalities=("image",),
+        pairings=("ii",),
+        license="see the publisher (Flickr images)",
+        published=published,
+        data_dir=name,
+        data_help=f"the ground-truth folder (*_query.txt, *_good/ok/junk.txt), images in {images}/",
+    )
+
+
+class Oxford5k(OxfordConvention):
+    metadata = _meta(
+        "oxford5k",
+        "Oxford Buildings 5K",
+        "https://www.robots.ox.ac.uk/~vgg/data/oxbuildings/ (gt_files_170407.tgz, "
+        "oxbuild_images.tgz)",
+        "Philbin et al., CVPR 2007; compute_ap.cpp of the Oxford Buildings page",
+        "oxbuild_images",
+    )
+    prefix = "oxc1_"
+    images_dir = "oxbuild_images"
+
+
+class Paris6k(OxfordConvention):
+    metadata = _meta(
+        "paris6k",
+        "Paris 6K",
+        "https://www.robots.ox.ac.uk/~vgg/data/parisbuildings/ (paris_120310.tgz, paris_1.tgz, "
+        "paris_2.tgz)",
+        "Philbin et al., CVPR 2008; compute_ap.cpp of the Oxford Buildings page",
+        "paris",
+    )
+    images_dir = "paris"

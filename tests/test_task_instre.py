@@ -1,0 +1,181 @@
+"""INSTRE: nDCG and graded scores by hand and against scikit-learn's ndcg_score, and the task's
+three subsets on a fixture in the published layout (gnd_instre.mat + INSTRE-S1/S2/M folders)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bindkit.metrics.instance import graded_scores, ndcg, trapezoid_ap
+
+
+def test_ndcg_by_hand() -> None:
+    # ranking 2, 0, 1 over gains 2, 1, 0: DCG = 0 + 2/log2(3) + 1/2; ideal 2 + 1/log2(3)
+    expected = (2 / np.log2(3) + 0.5) / (2 + 1 / np.log2(3))
+    assert ndcg(np.array([2, 0, 1]), np.array([2.0, 1.0, 0.0])) == pytest.approx(expected)
+    assert ndcg(np.array([0, 1, 2]), np.array([2.0, 1.0, 0.0])) == 1.0
+    assert np.isnan(ndcg(np.array([0, 1]), np.zeros(2)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_graded_scores_against_sklearn_ndcg(seed: int) -> None:
+    ndcg_score = pytest.importorskip("sklearn.metrics").ndcg_score
+
+    rng = np.random.default_rng(seed)
+    sim = rng.standard_normal((6, 40))  # continuous: no ties, where sklearn's tie rule differs
+    gains = rng.choice([0.0, 0.0, 0.0, 1.0, 2.0], size=(6, 40))
+    gains[:, 0] = 1.0  # every query has a relevant image
+    got = graded_scores(sim, gains)
+    for q in range(6):
+        assert got["ndcg"][q] == pytest.approx(ndcg_score(gains[q : q + 1], sim[q : q + 1]))
+        order = np.argsort(-sim[q])
+        ranks = np.flatnonzero(gains[q][order] > 0)  # any gain is relevant for the AP
+        assert got["ap"][q] == pytest.approx(trapezoid_ap(ranks, len(ranks)))
+
+
+class PathEmbedder:
+    """A fixed random unit vector per image: files by their path under the INSTRE root, PIL
+    images (the query crops) by their top-left colour and size, so an uncropped query, or one
+    cropped to a box read the wrong way, differs."""
+
+    spec = "fake:path"
+    fingerprint = "fake-path"
+    modalities = frozenset({"image"})
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "fake"}
+
+    @staticmethod
+    def key(image: Any) -> str:
+        if hasattr(image, "getpixel"):
+            colour = "-".join(map(str, image.convert("RGB").getpixel((0, 0))))
+            return f"rgb{colour}@{image.size[0]}x{image.size[1]}"
+        parts = Path(getattr(image, "path", image)).parts
+        return "/".join(parts[-3:])
+
+    @staticmethod
+    def vector(key: str) -> np.ndarray:
+        seed = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
+        v = np.random.default_rng(seed).standard_normal(6)
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    def embed_images(self, images, *, role="query", instruction=None):  # type: ignore[no-untyped-def]
+        return np.stack([self.vector(self.key(i)) for i in images])
+
+    def embed_texts(self, texts, *, role="query", instruction=None):  # type: ignore[no-untyped-def]
+        raise AssertionError("INSTRE embeds no text")
+
+
+A1, A2, AQ = (
+    "INSTRE-S1/01a_book/001.jpg",
+    "INSTRE-S1/01a_book/002.jpg",
+    "INSTRE-S1/01a_book/003.jpg",
+)
+B1, B2 = "INSTRE-S1/01b_panda/001.jpg", "INSTRE-S1/01b_panda/002.jpg"
+C1, CQ = "INSTRE-S2/cup/001.jpg", "INSTRE-S2/cup/002.jpg"
+M1, M2, MQ = "INSTRE-M/01/001.jpg", "INSTRE-M/01/002.jpg", "INSTRE-M/01/003.jpg"
+IMLIST = [A1, A2, B1, B2, C1, M1, M2]
+QIMLIST = [AQ, CQ, MQ]
+QUERY_COLOURS = {AQ: (200, 0, 0), CQ: (0, 200, 0), MQ: (0, 0, 200)}
+
+
+LISTED = {AQ: [A1, A2, M1, M2], CQ: [C1], MQ: [M1, M2]}  # the .mat's positives
+
+
+def _cells(items: list[str]) -> np.ndarray:
+    """A 1 × N MATLAB cell array of strings, as gnd_instre.mat stores its image lists."""
+    cells = np.empty((1, len(items)), dtype=object)
+    for i, item in enumerate(items):
+        cells[0, i] = item
+    return cells
+
+
+def _write_release(root: Path, listed: dict[str, list[str]] | None = None) -> None:
+    pil = pytest.importorskip("PIL.Image")
+    sio = pytest.importorskip("scipy.io")
+    for rel in IMLIST + QIMLIST:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        picture = pil.new("RGB", (10, 10), (128, 128, 128))
+        if rel in QUERY_COLOURS:
+            picture.paste(QUERY_COLOURS[rel], (2, 3, 8, 9))  # the query box, x1 y1 x2 y2
+        picture.save(root / rel, format="PNG")
+    gnd = np.zeros((1, len(QIMLIST)), dtype=[("ok", object), ("bbx", object)])
+    for i, q in enumerate(QIMLIST):
+        ok = [IMLIST.index(p) + 1 for p in (listed or LISTED)[q]]  # 1-based, as MATLAB writes
+        gnd[0, i] = (np.array([ok], np.float64), np.array([[2.0, 3.0, 8.0, 9.0]]))
+    sio.savemat(
+        root / "gnd_instre.mat",
+        {"qimlist": _cells(QIMLIST), "imlist": _cells(IMLIST), "gnd": gnd},
+    )
+
+
+# gains stated from the dataset's definition, per subset: (queries, gallery, gains)
+EXPECTED = {
+    "S": ([AQ, CQ], [A1, A2, B1, B2, C1], [[1, 1, 0, 0, 0], [0, 0, 0, 0, 1]]),
+    "M_to_S": ([MQ], [A1, A2, B1, B2, C1], [[1, 1, 1, 1, 0]]),
+    "M_to_SM": ([MQ], IMLIST, [[1, 1, 1, 1, 0, 2, 2]]),
+}
+
+
+def test_instre_subsets_on_a_fixture(tmp_path: Path) -> None:
+    ndcg_score = pytest.importorskip("sklearn.metrics").ndcg_score
+    from bindkit.evaluation import evaluate
+
+    root = tmp_path / "instre"
+    _write_release(root)
+    records = evaluate(
+        [PathEmbedder()], task="instre", data=root, out=tmp_path / "r", cache=False, verbose=False
+    )
+    got = {r["subset"]: r for r in records}
+    assert sorted(got) == sorted(EXPECTED)
+    for subset, (queries, gallery, gains) in EXPECTED.items():
+        q = np.stack(
+            [
+                PathEmbedder.vector("rgb" + "-".join(map(str, QUERY_COLOURS[p])) + "@6x6")
+                for p in queries
+            ]
+        )
+        x = np.stack([PathEmbedder.vector(p) for p in gallery])
+        sim = q @ x.T
+        g = np.array(gains, np.float64)
+        aps, nds = [], []
+        for i in range(len(queries)):
+            order = np.argsort(-sim[i])
+            ranks = np.flatnonzero(g[i][order] > 0)
+            aps.append(trapezoid_ap(ranks, len(ranks)))
+            nds.append(ndcg_score(g[i : i + 1], sim[i : i + 1]))
+        record = got[subset]
+        assert record["counts"] == {"queries": len(queries), "database": len(gallery)}
+        assert record["scores"]["map"] == pytest.approx(np.mean(aps), abs=1e-6)
+        assert record["scores"]["ndcg"] == pytest.approx(np.mean(nds), abs=1e-6)
+
+
+def test_instre_per_query_and_missing_files(tmp_path: Path) -> None:
+    from bindkit.errors import BindkitError, DataFormatError
+    from bindkit.tasks.base import EvalContext, get_task
+
+    task = get_task("instre")
+    with pytest.raises(DataFormatError, match=r"gnd_instre.mat: not found; download gnd_instre"):
+        task.load(tmp_path)
+    root = tmp_path / "instre"
+    _write_release(root)
+    dataset = task.load(root)
+    result = task.evaluate(PathEmbedder(), dataset, "M_to_SM", "ii", EvalContext())
+    assert result is not None
+    per_query = result["per_query"]
+    assert per_query["metric"] == "ap" and per_query["ids"] == [MQ]
+    assert len(per_query["top"][0]) == 5 and set(per_query["top"][0]) <= set(IMLIST)
+    notes: list[str] = []
+    task.evaluate(PathEmbedder(), dataset, "S", "ii", EvalContext(warn=notes.append))
+    assert notes == []  # the fixture's listed positives agree with the folder rule
+    _write_release(root, {**LISTED, CQ: [C1, B1]})
+    task.evaluate(PathEmbedder(), task.load(root), "S", "ii", EvalContext(warn=notes.append))
+    assert len(notes) == 1 and "1 positives listed in gnd_instre.mat" in notes[0]
+    assert "INSTRE-S1/01b_panda/001.jpg for INSTRE-S2/cup/002.jpg" in notes[0]
+    (root / M1).unlink()
+    with pytest.raises(BindkitError, match=r"instre: 1 of 8 images missing"):
+        task.evaluate(PathEmbedder(), dataset, "M_to_SM", "ii", EvalContext())
