@@ -162,6 +162,11 @@ class Task(ABC):
         benchmark scores one split of several (e.g. ColorSwap's test split)."""
         return dataset.subsets
 
+    def families(self) -> dict[str, tuple[str, ...]]:
+        """Names that ``--subsets`` expands to several subsets (e.g. MMEB-V2's ``video``): each
+        runs the family's subsets that the data has, in the family's order."""
+        return {}
+
     def missing_subset(self, subset: str, dataset: Dataset) -> str | None:
         """Why one of this task's declared subsets is absent from ``dataset`` (its expected file
         and where it is published), for the one-line error of ``--subsets``; None: no hint."""

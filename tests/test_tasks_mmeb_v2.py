@@ -1,0 +1,669 @@
+"""MMEB-V2 on fixtures in the official layout, against a restatement of VLM2Vec's evaluation.
+
+The fixture writes each dataset's annotation parquet as its Hub dataset publishes it
+(``VLM2Vec/UCF101``'s ``video_id``/``pos_text``, ``vidore/*``'s BEIR ``queries``/``qrels``/
+``corpus``, ``ziyjiang/MMEB_Test_Instruct``'s ``qry_inst``...) plus generated frame folders,
+images and pages. ``official_scores`` below restates VLM2Vec's loaders (query text, candidate
+names, ``generate_cand_dataset``), ``eval.py``'s ranking and ``RankingMetrics``' ``hit_at_k``
+and ``ndcg_at_k`` independently of bindkit's code, on the same embedder's vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bindkit.embed.base import BaseEmbedder
+from bindkit.embed.cache import EmbeddingCache
+from bindkit.embed.video import VideoRef, as_video_ref
+from bindkit.errors import BindkitError
+from bindkit.evaluation import evaluate
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+Image = pytest.importorskip("PIL.Image")
+
+VIDEO_TOKEN = "<|video_pad|>"
+PROMPT = (
+    "Given a video and a question, select the most accurate answer from the provided "
+    "candidates. Return only the exact text of your chosen answer. Question: "
+)
+DIM = 12
+
+
+def _words(text: str) -> np.ndarray:
+    v = np.zeros(DIM, np.float32)
+    for word in re.findall(r"\w+", text.lower()):
+        v[int(hashlib.sha256(word.encode()).hexdigest()[:6], 16) % DIM] += 1.0
+    return v
+
+
+def _colour(image: Any) -> np.ndarray:
+    rgb = np.asarray(image.convert("RGB"), np.float32).reshape(-1, 3).mean(0) / 255.0
+    return np.concatenate([rgb, np.sin(7 * rgb), np.cos(5 * rgb), rgb**2]).astype(np.float32)
+
+
+def sampled_frames(folder: Path, num_frames: int = 8) -> list[Path]:
+    """VLM2Vec's ``process_video_frames``: frames in natural name order, ``num_frames`` of them
+    at ``np.linspace(0, n - 1, num_frames, dtype=int)`` when there are enough."""
+
+    def key(name: str) -> list[Any]:
+        return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
+
+    frames = sorted(
+        (p for p in folder.iterdir() if p.suffix in (".png", ".jpeg")), key=lambda p: key(p.name)
+    )
+    if num_frames <= len(frames):
+        frames = [frames[i] for i in np.linspace(0, len(frames) - 1, num_frames, dtype=int)]
+    return frames
+
+
+class ColourWords(BaseEmbedder):
+    """Texts: a hashed bag of words; images and frame folders: colour features of the (sampled)
+    frames plus a third of the instruction's words. Counts what it encodes."""
+
+    modalities = frozenset({"text", "image", "video"})
+
+    def __init__(self, crash_after_videos: int | None = None, **kwargs: Any) -> None:
+        super().__init__(spec="test:colour-words", **kwargs)
+        self.encoded: list[tuple[str, int]] = []
+        self.crash_after_videos = crash_after_videos
+
+    def _describe(self) -> dict[str, Any]:
+        return {"backend": "colour-words"}
+
+    def _encode_texts(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
+        self.encoded.append(("text", len(texts)))
+        return np.stack([_words(t) for t in texts])
+
+    def _encode_images(self, images: list[Any], role: str, instruction: str | None) -> np.ndarray:
+        self.encoded.append(("image", len(images)))
+        bonus = _words(instruction or "") / 3
+        return np.stack([_colour(im) + bonus for im in images])
+
+    def embed_videos(
+        self, videos: Any, *, role: Any = "query", instruction: str | None = None
+    ) -> np.ndarray:
+        refs = [as_video_ref(v) for v in videos]
+
+        def encode(batch: list[VideoRef]) -> np.ndarray:
+            done = sum(n for kind, n in self.encoded if kind == "video")
+            if self.crash_after_videos is not None and done >= self.crash_after_videos:
+                raise KeyboardInterrupt  # a kill while clips are embedded
+            self.encoded.append(("video", len(batch)))
+            bonus = _words(instruction or "") / 3
+            return np.stack(
+                [
+                    np.mean([_colour(Image.open(f)) for f in sampled_frames(r.path)], 0) + bonus
+                    for r in batch
+                ]
+            )
+
+        keys = [
+            "vid:"
+            + hashlib.sha256(b"".join(f.read_bytes() for f in sampled_frames(r.path))).hexdigest()
+            for r in refs
+        ]
+        return self._run(
+            refs,
+            keys=keys,
+            lengths=[0] * len(refs),
+            encode=encode,
+            prompt=self.prompt_key("image", role, instruction) + "|video",
+            what="videos",
+        )
+
+
+# -- the fixture (official layout) --------------------------------------------------------------
+def _parquet(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+def _frames(folder: Path, colours: list[tuple[int, int, int]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, c in enumerate(colours):
+        Image.new("RGB", (8, 8), c).save(folder / f"frame_{i + 1:04d}.png")
+
+
+def _clip_colours(seed: int, n: int = 11) -> list[tuple[int, int, int]]:
+    rng = np.random.default_rng(seed)
+    return [tuple(int(x) for x in rng.integers(0, 256, 3)) for _ in range(n)]
+
+
+def _png(colour: tuple[int, int, int]) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (6, 6), colour).save(out, format="PNG")
+    return out.getvalue()
+
+
+def video_fixture(root: Path) -> dict[str, list[dict[str, Any]]]:
+    """Annotation rows per dataset, written in the official layout with frame folders."""
+    rows: dict[str, list[dict[str, Any]]] = {
+        "UCF101": [
+            {"video_id": "v_ApplyEyeMakeup_g01_c01", "pos_text": "ApplyEyeMakeup"},
+            {"video_id": "v_Archery_g02_c01", "pos_text": "Archery"},
+            {"video_id": "v_Biking_g03_c02", "pos_text": "Biking"},
+        ],
+        "Breakfast": [
+            {"video_id": "P03_cam01_P03_tea", "pos_text": "tea"},
+            {"video_id": "P04_cam01_P04_juice", "pos_text": "juice"},
+        ],
+        "K700": [
+            {"video_id": "abc_000010_000020", "pos_text": "archery"},
+            {"video_id": "def_000001_000011", "pos_text": "whistling"},
+        ],
+        "ActivityNetQA": [
+            {
+                "video_name": "abc",
+                "question": "is the man outdoors",
+                "answer": "yes",
+                "question_id": "q0",
+            },
+            {"video_name": "def", "question": "is it raining", "answer": "no", "question_id": "q1"},
+            {"video_name": "ghi", "question": "is he red", "answer": "no", "question_id": "q2"},
+        ],
+        "EgoSchema": [
+            {
+                "video_idx": "e1",
+                "question": "What does C do?",
+                "answer": "2",
+                "question_idx": "e1q",
+                "option": ["A. cooks red food", "B. reads", "C. walks a blue dog", "D. sleeps"],
+            },
+            {
+                "video_idx": "e2",
+                "question": "Why?",
+                "answer": "0",
+                "question_idx": "e2q",
+                "option": [
+                    "A. green",
+                    "B. sky",
+                    "C. noodles",
+                    "Dx",
+                ],  # no ". ": the slice as published
+            },
+        ],
+        "Video-MME": [
+            {
+                "question": "What colour is the car?",
+                "videoID": "fFjv93ACGo8",
+                "options": ["A. Red.", "B. Blue.", "C. Green.", "D. Black."],
+                "answer": "C",
+                "question_id": "001-1",
+                "domain": "Knowledge",
+                "sub_category": "Humanity",
+            },
+            {
+                "question": "How many people?",
+                "videoID": "8pc3E9v3kUg",
+                "options": ["A. One.", "B. Two.", "C. Three.", "D. Four."],
+                "answer": "A",
+                "question_id": "002-1",
+                "domain": "Film",
+                "sub_category": "Action",
+            },
+        ],
+    }
+    hub = {
+        "UCF101": "VLM2Vec/UCF101/data",
+        "Breakfast": "VLM2Vec/Breakfast/data",
+        "K700": "VLM2Vec/Kinetics-700/data",
+        "ActivityNetQA": "VLM2Vec/ActivityNetQA/data",
+        "EgoSchema": "VLM2Vec/EgoSchema/Subset",
+        "Video-MME": "VLM2Vec/Video-MME/data",
+    }
+    media = {
+        "UCF101": "video_cls/UCF101",
+        "Breakfast": "video_cls/Breakfast",
+        "K700": "video_cls/K700",
+        "ActivityNetQA": "video_qa/ActivityNetQA",
+        "EgoSchema": "video_qa/EgoSchema",
+        "Video-MME": "video_qa/Video-MME",
+    }
+    ids = {
+        "ActivityNetQA": lambda r: "v_" + r["video_name"],
+        "EgoSchema": lambda r: r["video_idx"],
+        "Video-MME": lambda r: r["videoID"],
+    }
+    seed = 0
+    for name, table in rows.items():
+        _parquet(root / hub[name] / "test-00000-of-00001.parquet", table)
+        for r in table:
+            seed += 1
+            vid = ids.get(name, lambda r: r["video_id"])(r)
+            _frames(root / "video-tasks/frames" / media[name] / vid, _clip_colours(seed))
+    return rows
+
+
+# -- VLM2Vec's evaluation, restated (its loaders' texts and names, eval.py, RankingMetrics) -----
+def _strip_token(text: str) -> str:
+    return text.replace(VIDEO_TOKEN, "").replace("<|image_pad|>", "").strip()
+
+
+def official_prepare(
+    name: str, rows: list[dict[str, Any]], labels: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """(query rows, corpus rows, eval_type) as VLM2Vec's loaders build them."""
+    queries, corpus = [], []
+    cls = {
+        "UCF101": "What activities or sports are being performed by the person in the video?",
+        "Breakfast": "Recognize the breakfast type that the person is cooking in the video. ",
+        "K700": "Recognize the category of the video content.",
+    }
+    frame_dir = {
+        "UCF101": "video_cls/UCF101",
+        "Breakfast": "video_cls/Breakfast",
+        "K700": "video_cls/K700",
+        "ActivityNetQA": "video_qa/ActivityNetQA",
+        "EgoSchema": "video_qa/EgoSchema",
+        "Video-MME": "video_qa/Video-MME",
+    }[name]
+    for r in rows:
+        if name in cls:
+            text = VIDEO_TOKEN + " " + cls[name]
+            vid, names, label = r["video_id"], [r["pos_text"]], r["pos_text"]
+            texts = [r["pos_text"]]
+        elif name == "ActivityNetQA":
+            text = f"{VIDEO_TOKEN} {PROMPT} {r['question'] + '? (A) yes; (B) no.'}"
+            vid, names, label, texts = (
+                "v_" + r["video_name"],
+                ["yes", "no"],
+                r["answer"],
+                ["yes", "no"],
+            )
+        elif name == "EgoSchema":
+            text = f"{VIDEO_TOKEN} {PROMPT} {r['question'] + ' '.join(r['option'])}"
+            vid, names = r["video_idx"], r["option"]
+            label = r["option"][int(r["answer"])]
+            texts = [o[o.find(". ") :].strip(". ") for o in r["option"]]
+        else:
+            text = f"{VIDEO_TOKEN} {PROMPT} {r['question'] + chr(10) + chr(10).join(r['options'])}"
+            vid, names = r["videoID"], r["options"]
+            label = r["options"]["ABCD".index(r["answer"])]
+            texts = [o[o.find(". ") :].strip(". ") for o in r["options"]]
+        queries.append(
+            {
+                "text": text,
+                "video": f"video-tasks/frames/{frame_dir}/{vid}",
+                "cand_text": texts,
+                "cand_names": names,
+                "label_name": label,
+            }
+        )
+    if name in cls:
+        corpus = [{"cand_text": [lab], "cand_names": [lab]} for lab in labels]
+    return queries, corpus, "global" if name in cls else "local"
+
+
+def generate_cand_dataset(
+    queries: list[dict[str, Any]], corpus: list[dict[str, Any]]
+) -> list[tuple[str, str]]:
+    seen: dict[str, str] = {}
+    for row in queries:
+        for text, cname in zip(row["cand_text"], row["cand_names"], strict=True):
+            seen.setdefault(cname, text)
+    for row in corpus:
+        seen.setdefault(row["cand_names"][0], row["cand_text"][0])
+    return list(seen.items())
+
+
+def hit_at_k(prediction: list[str], true_labels: list[str], k: int) -> float:
+    if not true_labels or k == 0:
+        return 0.0
+    return 1.0 if len(set(prediction[:k]).intersection(set(true_labels))) > 0 else 0.0
+
+
+def ndcg_at_k(prediction: list[str], true_labels: Any, k: int, rel_scores: Any) -> float:
+    def dcg(rel_list: list[float]) -> float:
+        return sum(rel / np.log2(idx + 2) for idx, rel in enumerate(rel_list))
+
+    if rel_scores is None:
+        label_set = set(true_labels) if isinstance(true_labels, list) else {true_labels}
+        relevance = [1 if item in label_set else 0 for item in prediction[:k]]
+        ideal = [1] * min(len(label_set), k)
+    else:
+        label_rels = dict(zip(true_labels, rel_scores, strict=True))
+        relevance = [label_rels.get(item, 0) for item in prediction[:k]]
+        ideal = sorted(label_rels.values(), reverse=True)[:k]
+    idcg = dcg(ideal) if ideal else 1
+    return dcg(relevance) / idcg if idcg > 0 else 0.0
+
+
+def official_scores(
+    q_vecs: np.ndarray,
+    cand_keys: list[str],
+    cand_vecs: np.ndarray,
+    infos: list[dict[str, Any]],
+    eval_type: str,
+) -> dict[str, float]:
+    preds = []
+    if eval_type == "global":
+        ranked = np.argsort(-np.dot(q_vecs, cand_vecs.T), axis=1)
+        for row, info in zip(ranked, infos, strict=True):
+            labels = (
+                info["label_name"] if isinstance(info["label_name"], list) else [info["label_name"]]
+            )
+            preds.append(([cand_keys[i] for i in row], labels, info.get("rel_scores")))
+    else:
+        lookup = dict(zip(cand_keys, cand_vecs, strict=True))
+        for q, info in zip(q_vecs, infos, strict=True):
+            c = np.stack([lookup[k] for k in info["cand_names"]])
+            order = np.argsort(-np.dot(q, c.T))
+            labels = (
+                info["label_name"] if isinstance(info["label_name"], list) else [info["label_name"]]
+            )
+            preds.append(([info["cand_names"][i] for i in order], labels, info.get("rel_scores")))
+    return {
+        "hit@1": float(np.mean([hit_at_k(p, list(set(t)), 1) for p, t, _ in preds])),
+        "ndcg_linear@5": float(np.mean([ndcg_at_k(p, t, 5, r) for p, t, r in preds])),
+    }
+
+
+def vlm2vec_video(
+    model: ColourWords, root: Path, name: str, rows: list[dict[str, Any]]
+) -> dict[str, float]:
+    from bindkit.tasks._mmeb_v2_data import video_labels
+
+    labels = video_labels(name) if name in ("UCF101", "Breakfast", "K700") else []
+    queries, corpus, eval_type = official_prepare(name, rows, labels)
+    q_vecs = np.concatenate(
+        [
+            model.embed_videos(
+                [root / q["video"]], role="query", instruction=_strip_token(q["text"])
+            )
+            for q in queries
+        ]
+    )
+    cands = generate_cand_dataset(queries, corpus)
+    cand_vecs = model.embed_texts([t for _, t in cands], role="document")
+    return official_scores(q_vecs, [k for k, _ in cands], cand_vecs, queries, eval_type)
+
+
+# -- tests ---------------------------------------------------------------------------------------
+def test_video_datasets_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
+    data = tmp_path / "MMEB-V2"
+    rows = video_fixture(data)
+    model = ColourWords(cache=None)
+    records = evaluate(
+        [model], task="mmeb_v2", data=data, subsets="video", out=tmp_path / "r", verbose=False
+    )
+    by = {r["subset"]: r for r in records}
+    assert list(by) == ["K700", "UCF101", "Breakfast", "Video-MME", "EgoSchema", "ActivityNetQA"]
+    for name, table in rows.items():
+        expected = vlm2vec_video(ColourWords(cache=None), data, name, table)
+        assert by[name]["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"]), name
+        assert by[name]["scores"]["score"] == by[name]["scores"]["hit_at_1"]
+        assert by[name]["scores"]["ndcg_linear_at_5"] == pytest.approx(expected["ndcg_linear@5"])
+    assert by["UCF101"]["counts"]["candidates"] == 101  # every label, as VLM2Vec ranks them
+    hits = [by[n]["scores"]["hit_at_1"] for n in rows]
+    assert 0 < np.mean(hits) < 1  # the fixture separates right from wrong rankings
+    from bindkit.tasks.base import EvalContext, get_task
+
+    task = get_task("mmeb_v2")
+    result = task.evaluate(
+        ColourWords(cache=None), task.load(data), "Video-MME", "it", EvalContext()
+    )
+    assert result is not None
+    per_query = result["per_query"]
+    assert per_query["ids"] == ["001-1", "002-1"] and per_query["metric"] == "correct"
+    assert np.mean(per_query["values"]) == by["Video-MME"]["scores"]["hit_at_1"]
+    assert all(len(top) == 4 for top in per_query["top"])  # the four options, best first
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "## MMEB-V2 per meta-task" in report
+    mean = 100 * np.mean(hits)
+    assert f"| test:colour-words | – | {mean:.1f} (6/18) | – | {mean:.1f} (6/78) |" in report
+
+
+def test_an_embedder_without_videos_is_refused_in_one_line(tmp_path: Path) -> None:
+    from _fakes import TableEmbedder
+
+    data = tmp_path / "MMEB-V2"
+    video_fixture(data)
+    with pytest.raises(BindkitError, match=r"mmeb_v2 UCF101: fake:table does not embed videos"):
+        evaluate(
+            [TableEmbedder()],
+            task="mmeb_v2",
+            data=data,
+            subsets="UCF101",
+            out=tmp_path / "r",
+            verbose=False,
+            report=False,
+        )
+
+
+def test_a_family_with_no_data_names_its_subsets(tmp_path: Path) -> None:
+    data = tmp_path / "MMEB-V2"
+    video_fixture(data)
+    with pytest.raises(
+        BindkitError, match=r"--subsets visdoc: none of its subsets \(ViDoRe_arxivqa"
+    ):
+        evaluate(
+            [ColourWords(cache=None)],
+            task="mmeb_v2",
+            data=data,
+            subsets="visdoc",
+            out=tmp_path / "r",
+            verbose=False,
+        )
+    records = evaluate(
+        [ColourWords(cache=None)],
+        task="mmeb_v2",
+        data=data,
+        subsets="seed002-video,UCF101",
+        out=tmp_path / "r",
+        verbose=False,
+        report=False,
+    )
+    assert [r["subset"] for r in records] == [
+        "ActivityNetQA",
+        "Breakfast",
+        "EgoSchema",
+        "K700",
+        "UCF101",
+        "Video-MME",
+    ]
+
+
+def test_a_killed_run_resumes_without_reembedding(tmp_path: Path) -> None:
+    data = tmp_path / "MMEB-V2"
+    video_fixture(data)
+    cache = tmp_path / "cache.sqlite"
+    kwargs: dict[str, Any] = dict(
+        task=get_task_chunked(),
+        data=data,
+        subsets="UCF101",
+        out=tmp_path / "r",
+        verbose=False,
+        report=False,
+    )
+    first = ColourWords(crash_after_videos=2, cache=EmbeddingCache(cache), batch_size=1)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate([first], **kwargs)
+    assert [n for kind, n in first.encoded if kind == "video"] == [1, 1]  # two clips, then killed
+    second = ColourWords(cache=EmbeddingCache(cache), batch_size=1)
+    (record,) = evaluate([second], **kwargs)
+    assert sum(n for kind, n in second.encoded if kind == "video") == 1  # only the third clip
+    assert sum(n for kind, n in second.encoded if kind == "text") == 101  # the labels, once
+    third = ColourWords(cache=EmbeddingCache(cache), batch_size=1)
+    (again,) = evaluate([third], **kwargs)
+    assert third.encoded == [] and again["scores"] == record["scores"]
+
+
+def get_task_chunked() -> Any:
+    from bindkit.tasks.base import get_task
+
+    return get_task("mmeb_v2", {"chunk_size": "1"})
+
+
+# -- visual documents (BEIR) and image tasks ----------------------------------------------
+def visdoc_fixture(root: Path) -> dict[str, Any]:
+    base = root / "vidore/arxivqa_test_subsampled_beir"
+    pages = {f"p{i}": _clip_colours(100 + i, 1)[0] for i in range(7)}
+    queries = [
+        {"query-id": "q1", "query": "red chart of sales"},
+        {"query-id": "q2", "query": "blue table with totals"},
+        {"query-id": "q3", "query": "green figure"},
+    ]
+    qrels = [
+        {"query-id": "q1", "corpus-id": "p2", "score": 1},
+        {"query-id": "q1", "corpus-id": "p5", "score": 1},
+        {"query-id": "q2", "corpus-id": "p0", "score": 1},
+        {"query-id": "q2", "corpus-id": "p3", "score": 0},  # not relevant: left out
+        {"query-id": "q3", "corpus-id": "p6", "score": 1},
+    ]
+    corpus = [
+        {"corpus-id": k, "image": {"bytes": _png(c), "path": f"{k}.png"}} for k, c in pages.items()
+    ]
+    _parquet(base / "queries/test-00000-of-00001.parquet", queries)
+    _parquet(base / "qrels/test-00000-of-00001.parquet", qrels)
+    _parquet(base / "corpus/test-00000-of-00001.parquet", corpus)
+    return {"queries": queries, "qrels": qrels, "corpus": corpus}
+
+
+def test_visdoc_ndcg_equals_vlm2vecs_scoring(tmp_path: Path) -> None:
+    data = tmp_path / "MMEB-V2"
+    fx = visdoc_fixture(data)
+    model = ColourWords(cache=None)
+    (record,) = evaluate(
+        [model], task="mmeb_v2", data=data, subsets="visdoc", out=tmp_path / "r", verbose=False
+    )
+    # VLM2Vec's vidore loader: queries with TASK_INST_QRY, pages with TASK_INST_TGT, qrels > 0
+    inst_q = "Find a document image that matches the given query:"
+    inst_t = "Understand the content of the provided document image."
+    qrels: dict[str, dict[str, int]] = {}
+    for r in fx["qrels"]:
+        if r["score"] > 0:
+            qrels.setdefault(r["query-id"], {})[r["corpus-id"]] = r["score"]
+    infos = [
+        {
+            "label_name": list(qrels[q["query-id"]]),
+            "rel_scores": list(qrels[q["query-id"]].values()),
+        }
+        for q in fx["queries"]
+    ]
+    names: dict[str, None] = {}
+    for q in fx["queries"]:
+        names |= dict.fromkeys(qrels[q["query-id"]])
+    names |= dict.fromkeys(c["corpus-id"] for c in fx["corpus"])
+    ref = ColourWords(cache=None)
+    q_vecs = ref.embed_texts([f"{inst_q} {q['query']}" for q in fx["queries"]], role="query")
+    images = {c["corpus-id"]: Image.open(io.BytesIO(c["image"]["bytes"])) for c in fx["corpus"]}
+    c_vecs = ref.embed_images([images[n] for n in names], role="document", instruction=inst_t)
+    expected = official_scores(q_vecs, list(names), c_vecs, infos, "global")
+    assert record["scores"]["score"] == pytest.approx(expected["ndcg_linear@5"])
+    assert record["scores"]["ndcg_linear_at_5"] == pytest.approx(expected["ndcg_linear@5"])
+    assert record["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"])
+    assert 0 < record["scores"]["score"] < 1
+    assert record["counts"]["candidates"] == 7
+
+
+def test_ndcg_linear_matches_the_definition_on_graded_labels() -> None:
+    from bindkit.tasks.mmeb_v2 import ndcg_linear_at_k
+
+    prediction = ["d", "a", "x", "b", "y", "c"]
+    got = ndcg_linear_at_k(prediction, ["a", "b", "c"], [2, 1, 3], 5)
+    want = ndcg_at_k(prediction, ["a", "b", "c"], 5, [2, 1, 3])
+    assert got == pytest.approx(want)
+    assert got == pytest.approx((2 / np.log2(3) + 1 / np.log2(5)) / (3 + 2 / np.log2(3) + 1 / 2))
+
+
+def image_fixture(root: Path) -> None:
+    images = root / "image-tasks"
+    for i, c in enumerate([(250, 10, 10), (10, 250, 10), (10, 10, 250)]):
+        (images / "ImageNet-1K").mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (6, 6), c).save(images / "ImageNet-1K" / f"{i}.png")
+    inst = "<|image_1|> Represent the given image for classification"
+    _parquet(
+        root / "ziyjiang/MMEB_Test_Instruct/ImageNet-1K/test-00000-of-00001.parquet",
+        [
+            {
+                "qry_inst": inst,
+                "qry_text": "",
+                "qry_img_path": f"ImageNet-1K/{i}.png",
+                "tgt_inst": "",
+                "tgt_text": t,
+                "tgt_img_path": [""] * len(t),
+            }
+            for i, t in enumerate(
+                [
+                    ["red thing", "green thing"],
+                    ["blue thing", "green thing", "red"],
+                    ["red", "blue"],
+                ]
+            )
+        ],
+    )
+    _parquet(
+        root / "ziyjiang/MMEB_Test_Instruct/MSCOCO_t2i/test-00000-of-00001.parquet",
+        [
+            {
+                "qry_inst": "Find me an everyday image that matches the given caption:",
+                "qry_text": f"caption {i}",
+                "qry_img_path": "",
+                "tgt_inst": "<|image_1|>\nRepresent the given image.",
+                "tgt_text": ["", "", ""],
+                "tgt_img_path": [f"ImageNet-1K/{j}.png" for j in (i, (i + 1) % 3, (i + 2) % 3)],
+            }
+            for i in range(3)
+        ],
+    )
+
+
+def test_image_tasks_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
+    data = tmp_path / "MMEB-V2"
+    image_fixture(data)
+    records = evaluate(
+        [ColourWords(cache=None)],
+        task="mmeb_v2",
+        data=data,
+        subsets="image",
+        out=tmp_path / "r",
+        verbose=False,
+        report=False,
+    )
+    by = {r["subset"]: r for r in records}
+    assert list(by) == ["ImageNet-1K", "MSCOCO_t2i"]
+    ref = ColourWords(cache=None)
+    table = pq.read_table(
+        data / "ziyjiang/MMEB_Test_Instruct/ImageNet-1K/test-00000-of-00001.parquet"
+    ).to_pylist()
+    # image_cls: query "<image> " + inst + "\n"; candidates the raw tgt_text, label the first
+    qv = np.concatenate(
+        [
+            ref.embed_images(
+                [data / "image-tasks" / r["qry_img_path"]],
+                instruction=_strip_token(r["qry_inst"].replace("<|image_1|>", "")),
+            )
+            for r in table
+        ]
+    )
+    cands: dict[str, None] = {}
+    for r in table:
+        cands |= dict.fromkeys(r["tgt_text"])
+    cv = ref.embed_texts(list(cands), role="document")
+    infos = [{"cand_names": r["tgt_text"], "label_name": r["tgt_text"][0]} for r in table]
+    expected = official_scores(qv, list(cands), cv, infos, "local")
+    assert by["ImageNet-1K"]["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"])
+    # image_t2i: text query inst + " " + text; every candidate image with the target instruction
+    table = pq.read_table(
+        data / "ziyjiang/MMEB_Test_Instruct/MSCOCO_t2i/test-00000-of-00001.parquet"
+    ).to_pylist()
+    qv = ref.embed_texts([f"{r['qry_inst']} {r['qry_text']}" for r in table])
+    paths: dict[str, None] = {}
+    for r in table:
+        paths |= dict.fromkeys(r["tgt_img_path"])
+    cv = ref.embed_images(
+        [data / "image-tasks" / p for p in paths],
+        role="document",
+        instruction="Represent the given image.",
+    )
+    infos = [{"cand_names": r["tgt_img_path"], "label_name": r["tgt_img_path"][0]} for r in table]
+    expected = official_scores(qv, list(paths), cv, infos, "local")
+    assert by["MSCOCO_t2i"]["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"])
