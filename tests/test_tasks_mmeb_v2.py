@@ -676,3 +676,279 @@ def test_image_tasks_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
     infos = [{"cand_names": r["tgt_img_path"], "label_name": r["tgt_img_path"][0]} for r in table]
     expected = official_scores(qv, list(paths), cv, infos, "local")
     assert by["MSCOCO_t2i"]["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"])
+
+
+# -- the other video loaders: retrieval, moment retrieval, NExTQA, MVBench, SSv2 ---------------
+def _embed_one(model: ColourWords, root: Path, item: tuple[str, str, str], role: Any) -> np.ndarray:
+    kind, text, path = item
+    text = _strip_token(text)
+    if kind == "text":
+        return model.embed_texts([text], role=role)[0]
+    if kind == "image":
+        return model.embed_images([root / path], role=role, instruction=text)[0]
+    return model.embed_videos([root / path], role=role, instruction=text)[0]
+
+
+def official_qa_template(
+    question: str, candidates: list[str], answer: Any
+) -> tuple[str, list[str], str, int]:
+    question = f"{question}\n"
+    question += "Options:\n"
+    answer_idx = -1
+    options = []
+    for idx, c in enumerate(candidates):
+        question += f"({chr(ord('A') + idx)}) {c}\n"
+        options.append(f"({chr(ord('A') + idx)}) {c}")
+        if c == answer:
+            answer_idx = idx
+    question = question.rstrip()
+    answer = f"({chr(ord('A') + answer_idx)}) {answer}"
+    return question, options, answer, answer_idx
+
+
+def other_video_fixture(root: Path) -> dict[str, Any]:
+    """Rows per dataset in the official layout, and VLM2Vec's (queries, candidates, eval_type)
+    built as its loaders build them."""
+    frames = root / "video-tasks/frames"
+    seed = 500
+    out: dict[str, Any] = {}
+
+    def clip(path: Path) -> None:
+        nonlocal seed
+        seed += 1
+        _frames(path, _clip_colours(seed, 5))
+
+    target = (VIDEO_TOKEN + " Understand the content of the provided video.").strip()
+    # MSR-VTT: a caption against every clip (global)
+    rows = [
+        {"video_id": f"video{i}", "video": f"video{i}.mp4", "caption": f"a man {w} a car"}
+        for i, w in enumerate(["drives", "washes", "paints"])
+    ]
+    _parquet(root / "VLM2Vec/MSR-VTT/test_1k/test-00000-of-00001.parquet", rows)
+    for r in rows:
+        clip(frames / "video_ret/MSR-VTT" / r["video_id"])
+    queries = [
+        {
+            "query": (
+                "text",
+                "Find a video that contains the following visual content: " + r["caption"],
+                "",
+            ),
+            "cand_names": [r["video_id"]],
+            "label_name": r["video_id"],
+        }
+        for r in rows
+    ]
+    cands = {
+        r["video_id"]: ("video", target, f"video-tasks/frames/video_ret/MSR-VTT/{r['video_id']}")
+        for r in rows
+    }
+    out["MSR-VTT"] = (queries, cands, "global")
+    # NExTQA: lettered options in the query, raw answers as candidates
+    prompt = PROMPT
+    rows = [
+        {
+            "video": 4010,
+            "question": "why did the boy run",
+            "answer": 1,
+            "qid": 7,
+            "type": "CW",
+            "a0": "to eat",
+            "a1": "to play",
+            "a2": "rain",
+            "a3": "cold",
+            "a4": "a dog",
+        },
+        {
+            "video": 4011,
+            "question": "what is next",
+            "answer": 4,
+            "qid": 8,
+            "type": "TN",
+            "a0": "sits",
+            "a1": "jumps",
+            "a2": "falls",
+            "a3": "sings",
+            "a4": "sleeps",
+        },
+    ]
+    _parquet(root / "VLM2Vec/NExTQA/MC/test-00000-of-00001.parquet", rows)
+    queries = []
+    cands = {}
+    for r in rows:
+        clip(frames / "video_qa/NExTQA" / str(r["video"]))
+        options = [r[f"a{i}"] for i in range(5)]
+        q = f"{VIDEO_TOKEN} {prompt} {r['question']}"
+        q, _, _, _ = official_qa_template(q, options, r["answer"])
+        queries.append(
+            {
+                "query": ("video", q, f"video-tasks/frames/video_qa/NExTQA/{r['video']}"),
+                "cand_names": options,
+                "label_name": options[r["answer"]],
+            }
+        )
+        for o in options:
+            cands.setdefault(o, ("text", o, ""))
+    out["NExTQA"] = (queries, cands, "local")
+    # MVBench: 20 configs concatenated, lettered candidates
+    from bindkit.tasks._mmeb_v2_data import MVBENCH_SUBSETS
+
+    queries, cands = [], {}
+    for i, subset in enumerate(MVBENCH_SUBSETS):
+        row = {
+            "video": f"clip{i}.mp4",
+            "question": f"what happens {i}?",
+            "candidates": ["up", "down", "left"],
+            "answer": ["up", "down", "left"][i % 3],
+        }
+        _parquet(root / f"VLM2Vec/MVBench/{subset}/train-00000-of-00001.parquet", [row])
+        clip(frames / "video_qa/MVBench" / subset / row["video"])
+        q = f"{VIDEO_TOKEN} {prompt} {row['question']}"
+        q, options, answer, _ = official_qa_template(q, row["candidates"], row["answer"])
+        queries.append(
+            {
+                "query": (
+                    "video",
+                    q,
+                    f"video-tasks/frames/video_qa/MVBench/{subset}/{row['video']}",
+                ),
+                "cand_names": options,
+                "label_name": answer,
+            }
+        )
+        for o in options:
+            cands.setdefault(o, ("text", o, ""))
+    out["MVBench"] = (queries, cands, "local")
+    # SmthSmthV2: each clip against its own neg_text (local)
+    inst = (
+        VIDEO_TOKEN
+        + " What actions or object interactions are being performed by the person in the video?"
+    )
+    rows = [
+        {
+            "video_id": 11,
+            "pos_text": "pushing a box",
+            "neg_text": ["pulling a box", "pushing a box", "lifting a cup"],
+        },
+        {
+            "video_id": 12,
+            "pos_text": "opening a jar",
+            "neg_text": ["opening a jar", "closing a jar"],
+        },
+    ]
+    _parquet(root / "VLM2Vec/SmthSmthV2/data/test-00000-of-00001.parquet", rows)
+    queries, cands = [], {}
+    for r in rows:
+        clip(frames / "video_cls/SSv2" / str(r["video_id"]))
+        queries.append(
+            {
+                "query": ("video", inst, f"video-tasks/frames/video_cls/SSv2/{r['video_id']}"),
+                "cand_names": r["neg_text"],
+                "label_name": r["pos_text"],
+            }
+        )
+        for c in r["neg_text"]:
+            cands.setdefault(c, ("text", c, ""))
+    out["SmthSmthV2"] = (queries, cands, "local")
+    # QVHighlight: the video's query/ frames against the clip folders beside them
+    rows = [
+        {"query": "a woman cooks", "video_path": "videos/vid_a.mp4"},
+        {"query": "a dog runs", "video_path": "videos/vid_b.mp4"},
+    ]
+    _parquet(root / "VLM2Vec/QVHighlight/data/test-00000-of-00001.parquet", rows)
+    queries, cands = [], {}
+    for r in rows:
+        name = Path(r["video_path"]).stem
+        base = f"video-tasks/frames/video_mret/QVHighlight/{name}"
+        for c in ("query", "negative_0", "negative_1", "positive", "negative_2"):
+            clip(root / base / c)
+        names = [
+            f"{base}/{c}" for c in sorted(["negative_0", "negative_1", "positive", "negative_2"])
+        ]
+        text = f"{VIDEO_TOKEN} Find the clip that corresponds to the described scene in the given video: {r['query']}"
+        queries.append(
+            {
+                "query": ("video", text, f"{base}/query"),
+                "cand_names": names,
+                "label_name": f"{base}/positive",
+            }
+        )
+        for n in names:
+            cands.setdefault(n, ("video", target, n))
+    out["QVHighlight"] = (queries, cands, "local")
+    # MomentSeeker: text, image or video-segment queries; several positives
+    ms = "video-tasks/frames/video_mret/MomentSeeker"
+    rows = [
+        {
+            "query": "he opens the door",
+            "input_frames": "",
+            "positive_frames": [{"output_path": "ego/c1.mp4"}],
+            "negative_frames": [{"output_path": "ego/c2.mp4"}, {"output_path": "ego/c3.mp4"}],
+        },
+        {
+            "query": "then she sits",
+            "input_frames": "movie/m1.mp4",
+            "positive_frames": [{"output_path": "ego/c2.mp4"}, {"output_path": "ego/c4.mp4"}],
+            "negative_frames": [{"output_path": "ego/c1.mp4"}],
+        },
+        {
+            "query": "the same cup",
+            "input_frames": "cup.jpg",
+            "positive_frames": [{"output_path": "ego/c3.mp4"}],
+            "negative_frames": [{"output_path": "ego/c4.mp4"}],
+        },
+    ]
+    _parquet(root / "VLM2Vec/MomentSeeker/data/test-00000-of-00001.parquet", rows)
+    for c in ("ego_c1", "ego_c2", "ego_c3", "ego_c4", "movie_m1"):
+        clip(root / ms / "video_frames" / c)
+    Image.new("RGB", (6, 6), (200, 30, 90)).save(root / ms / "query_cup.jpg")
+    queries, cands = [], {}
+    tgt = VIDEO_TOKEN + " Understand the content of the provided video clip."
+    for r in rows:
+        if r["input_frames"].endswith(".mp4"):
+            q = (
+                "video",
+                f"{VIDEO_TOKEN} Find the clip that corresponds to the given sentence and video segment: {r['query']}",
+                f"{ms}/video_frames/" + r["input_frames"].split(".mp4")[0].replace("/", "_"),
+            )
+        elif r["input_frames"].endswith(".jpg"):
+            q = (
+                "image",
+                f"<|image_pad|> Select the video clip that aligns with the given text and image: {r['query']}",
+                f"{ms}/query_{r['input_frames']}",
+            )
+        else:
+            q = ("text", f"Find the clip that corresponds to the given text: {r['query']}", "")
+        pos = [
+            f"{ms}/video_frames/" + e["output_path"].replace("/", "_").split(".mp4")[0]
+            for e in r["positive_frames"]
+        ]
+        neg = [
+            f"{ms}/video_frames/" + e["output_path"].replace("/", "_").split(".mp4")[0]
+            for e in r["negative_frames"]
+        ]
+        queries.append({"query": q, "cand_names": pos + neg, "label_name": pos})
+        for n in pos + neg:
+            cands.setdefault(n, ("video", tgt, n))
+    out["MomentSeeker"] = (queries, cands, "local")
+    return out
+
+
+def test_the_other_video_loaders_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
+    from bindkit.tasks.base import EvalContext, get_task
+
+    data = tmp_path / "MMEB-V2"
+    fixtures = other_video_fixture(data)
+    task = get_task("mmeb_v2")
+    dataset = task.load(data)
+    assert set(fixtures) <= set(dataset.subsets)
+    for name, (queries, cands, eval_type) in fixtures.items():
+        ref = ColourWords(cache=None)
+        q_vecs = np.stack([_embed_one(ref, data, q["query"], "query") for q in queries])
+        c_vecs = np.stack([_embed_one(ref, data, c, "document") for c in cands.values()])
+        expected = official_scores(q_vecs, list(cands), c_vecs, queries, eval_type)
+        result = task.evaluate(ColourWords(cache=None), dataset, name, "it", EvalContext())
+        assert result is not None
+        assert result["per_query"]["top"] == expected["top5"], name
+        assert result["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"]), name
+        assert result["scores"]["ndcg_linear_at_5"] == pytest.approx(expected["ndcg_linear@5"])

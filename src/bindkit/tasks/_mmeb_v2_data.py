@@ -42,7 +42,7 @@ class Input:
 
     kind: Kind
     text: str
-    path: str = ""  # image path under image-tasks/, video id path, or page corpus id
+    path: str = ""  # image file or video (frame folder) under ROOT, or a page's corpus id
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,8 @@ def _image_query(row: dict[str, Any], newline_first: bool) -> Input:
     if newline_first:  # image_qa and image_i2i_vg: "\n" + inst.strip()
         inst = "\n" + inst.strip()
     text = f"{inst} {row['qry_text']}" if row["qry_text"] else inst
-    return Input("image", text.replace(" \n", "\n").strip(), str(row["qry_img_path"]))
+    path = f"image-tasks/{row['qry_img_path']}"
+    return Input("image", text.replace(" \n", "\n").strip(), path)
 
 
 def _target_texts(row: dict[str, Any]) -> list[str]:
@@ -153,8 +154,8 @@ def _image_reader(kind: str) -> Callable[[Path, str, Source], Split]:
                     query = _image_query(row, newline_first=True)
                     names = [f"{p}:{c.strip(chr(34))}" for p, c in zip(paths, targets, strict=True)]
                 for n, p, text in zip(names, paths, _target_texts(row), strict=True):
-                    split.add(n, Input("image", text, p))
-            qid = query.path or str(number)
+                    split.add(n, Input("image", text, f"image-tasks/{p}"))
+            qid = str(row["qry_img_path"] or number)
             split.queries.append(Query(qid, query, tuple(names), (names[0],)))
         return split
 
@@ -242,6 +243,191 @@ def _read_videomme(root: Path, name: str, source: Source) -> Split:
         split.queries.append(Query(str(row["question_id"]), query, tuple(options), (answer,)))
         for o in options:
             split.add(o, Input("text", _option_text(o)))
+    return split
+
+
+def qa_template(question: str, candidates: list[str], answer: Any) -> tuple[str, list[str], str]:
+    """``vision_utils.qa_template``: the question with lettered options, the lettered options,
+    and the lettered answer (``(@)`` when the answer is not among the candidates, as there)."""
+    question += "\nOptions:\n"
+    index = -1
+    options = []
+    for i, c in enumerate(candidates):
+        question += f"({chr(ord('A') + i)}) {c}\n"
+        options.append(f"({chr(ord('A') + i)}) {c}")
+        if c == answer:
+            index = i
+    return question.rstrip(), options, f"({chr(ord('A') + index)}) {answer}"
+
+
+def _read_nextqa(root: Path, name: str, source: Source) -> Split:
+    split = Split([], {}, "local")
+    columns = ("video", "question", "answer", "qid", "a0", "a1", "a2", "a3", "a4")
+    for row in source.rows(root, columns):
+        options = [str(row[f"a{i}"]) for i in range(5)]
+        # qa_template letters the options in the query; the candidates stay the raw answers
+        text, _, _ = qa_template(_qa_query(str(row["question"])), options, row["answer"])
+        query = Input("video", text, f"{source.media}/{row['video']}")
+        answer = options[int(row["answer"])]
+        split.queries.append(Query(str(row["qid"]), query, tuple(options), (answer,)))
+        for o in options:
+            split.add(o, Input("text", o))
+    return split
+
+
+MVBENCH_SUBSETS = (
+    "episodic_reasoning",
+    "action_sequence",
+    "action_prediction",
+    "action_antonym",
+    "fine_grained_action",
+    "unexpected_action",
+    "object_existence",
+    "object_interaction",
+    "object_shuffle",
+    "moving_direction",
+    "action_localization",
+    "scene_transition",
+    "action_count",
+    "moving_count",
+    "moving_attribute",
+    "state_change",
+    "fine_grained_pose",
+    "character_order",
+    "egocentric_navigation",
+    "counterfactual_inference",
+)
+
+
+def _read_mvbench(root: Path, name: str, source: Source) -> Split:
+    """``load_hf_dataset_multiple_subset``: the 20 configs' rows, concatenated in this order."""
+    split = Split([], {}, "local")
+    number = 0
+    for subset in MVBENCH_SUBSETS:
+        for row in source.rows(root, ("question", "video", "candidates", "answer"), subset):
+            cands = [str(c) for c in row["candidates"]]
+            text, options, answer = qa_template(
+                _qa_query(str(row["question"])), cands, row["answer"]
+            )
+            query = Input("video", text, f"{source.media}/{subset}/{row['video']}")
+            split.queries.append(Query(f"{subset}/{number}", query, tuple(options), (answer,)))
+            for o in options:
+                split.add(o, Input("text", o))
+            number += 1
+    return split
+
+
+def _read_ssv2(root: Path, name: str, source: Source) -> Split:
+    """Each clip against its own ``neg_text`` candidates; the first 1,000 rows
+    (``num_sample_per_subset: 1000`` in ``video.yaml``)."""
+    split = Split([], {}, "local")
+    instruction = (
+        "What actions or object interactions are being performed by the person in the video?"
+    )
+    for row in source.rows(root, ("video_id", "pos_text", "neg_text"))[:1000]:
+        cands = tuple(str(c) for c in row["neg_text"])
+        query = Input("video", instruction, f"{source.media}/{row['video_id']}")
+        split.queries.append(Query(str(row["video_id"]), query, cands, (str(row["pos_text"]),)))
+        for c in cands:
+            split.add(c, Input("text", c))
+    return split
+
+
+VIDEO_TARGET = "Understand the content of the provided video."
+RETRIEVAL = {  # dataset: (query instruction, id column, caption column)
+    "MSR-VTT": ("Find a video that contains the following visual content:", "video_id", "caption"),
+    "MSVD": (
+        "Find the video snippet that corresponds to the given summary:",
+        "video_id",
+        "caption",
+    ),
+    "DiDeMo": ("Find a video that includes the following described scenes:", "video", "caption"),
+    "YouCook2": (
+        "Find a video that demonstrates the following action while making a recipe:",
+        "id",
+        "sentence",
+    ),
+    "VATEX": ("Select a video that fits the description provided:", "videoID", "enCap"),
+}
+
+
+def _read_video_retrieval(root: Path, name: str, source: Source) -> Split:
+    """A caption against every clip of the dataset; a caption list gives its first caption."""
+    split = Split([], {}, "global")
+    instruction, id_column, caption_column = RETRIEVAL[name]
+    for row in source.rows(root, (id_column, caption_column)):
+        caption = row[caption_column]
+        caption = str(caption[0] if isinstance(caption, list) else caption)
+        vid = str(row[id_column])
+        if name == "DiDeMo":  # the clip's file name without its extension
+            vid = Path(vid).stem
+        query = Input("text", f"{instruction} {caption}")
+        split.queries.append(Query(vid, query, (), (vid,)))
+        split.add(vid, Input("video", VIDEO_TARGET, f"{source.media}/{vid}"))
+    return split
+
+
+MOMENT_QUERY = "Find the clip that corresponds to the described scene in the given video:"
+
+
+def _read_moments(root: Path, name: str, source: Source) -> Split:
+    """QVHighlight, Charades-STA: the video's ``query/`` frames with the description, against
+    the clip folders beside it (``positive*`` the answer). VLM2Vec lists them in
+    ``os.listdir`` order, which the file system decides; here in name order."""
+    split = Split([], {}, "local")
+    for number, row in enumerate(source.rows(root, ("query", "video_path"))):
+        video = Path(str(row["video_path"])).stem
+        folder = f"{source.media}/{video}"
+        query = Input("video", f"{MOMENT_QUERY} {row['query']}", f"{folder}/query")
+        clips = (
+            sorted(p.name for p in (root / folder).iterdir() if p.is_dir() and p.name != "query")
+            if (root / folder).is_dir()
+            else []
+        )
+        names = tuple(f"{folder}/{c}" for c in clips)
+        positive = [n for n, c in zip(names, clips, strict=True) if c.startswith("positive")]
+        if clips and not positive:
+            raise DataFormatError(
+                f"{root / folder}: no positive* clip folder; unpack it as published"
+            )
+        split.queries.append(Query(f"{video}/{number}", query, names, tuple(positive[-1:])))
+        for n in names:
+            split.add(n, Input("video", VIDEO_TARGET, n))
+    return split
+
+
+def _read_momentseeker(root: Path, name: str, source: Source) -> Split:
+    """A text, an image or a video segment with its sentence, against the listed clips."""
+    split = Split([], {}, "local")
+    target = "Understand the content of the provided video clip."
+    frames = f"{source.media}/video_frames"
+    columns = ("query", "positive_frames", "negative_frames", "input_frames")
+    for number, row in enumerate(source.rows(root, columns)):
+        given, text = str(row["input_frames"] or ""), str(row["query"])
+        if given.endswith(".mp4"):
+            folder = given.split(".mp4")[0].replace("/", "_")
+            query = Input(
+                "video",
+                f"Find the clip that corresponds to the given sentence and video segment: {text}",
+                f"{frames}/{folder}",
+            )
+        elif given.endswith(".jpg"):
+            query = Input(
+                "image",
+                f"Select the video clip that aligns with the given text and image: {text}",
+                f"{source.media}/query_{given}",
+            )
+        else:
+            query = Input("text", f"Find the clip that corresponds to the given text: {text}")
+
+        def clip(entry: Any) -> str:
+            return f"{frames}/{str(entry['output_path']).replace('/', '_').split('.mp4')[0]}"
+
+        positives = [clip(e) for e in row["positive_frames"]]
+        names = tuple(positives + [clip(e) for e in row["negative_frames"]])
+        split.queries.append(Query(str(number), query, names, tuple(positives)))
+        for n in names:
+            split.add(n, Input("video", target, n))
     return split
 
 
@@ -356,6 +542,25 @@ SOURCES: dict[str, Source] = {
     "Video-MME": _video("VLM2Vec/Video-MME", _read_videomme, "video_qa/Video-MME"),
     "EgoSchema": _video("VLM2Vec/EgoSchema", _read_egoschema, "video_qa/EgoSchema", "Subset"),
     "ActivityNetQA": _video("VLM2Vec/ActivityNetQA", _read_activitynetqa, "video_qa/ActivityNetQA"),
+    "SmthSmthV2": _video("VLM2Vec/SmthSmthV2", _read_ssv2, "video_cls/SSv2"),
+    "NExTQA": _video("VLM2Vec/NExTQA", _read_nextqa, "video_qa/NExTQA", "MC"),
+    "MVBench": Source(
+        "VLM2Vec/MVBench", None, "train", _read_mvbench, "video-tasks/frames/video_qa/MVBench"
+    ),
+    "MSR-VTT": _video("VLM2Vec/MSR-VTT", _read_video_retrieval, "video_ret/MSR-VTT", "test_1k"),
+    "MSVD": _video("VLM2Vec/MSVD", _read_video_retrieval, "video_ret/MSVD"),
+    "DiDeMo": _video("VLM2Vec/DiDeMo", _read_video_retrieval, "video_ret/DiDeMo"),
+    "YouCook2": Source(
+        "lmms-lab/YouCook2",
+        None,
+        "val",
+        _read_video_retrieval,
+        "video-tasks/frames/video_ret/YouCook2",
+    ),
+    "VATEX": _video("VLM2Vec/VATEX", _read_video_retrieval, "video_ret/VATEX"),
+    "QVHighlight": _video("VLM2Vec/QVHighlight", _read_moments, "video_mret/QVHighlight"),
+    "Charades-STA": _video("VLM2Vec/Charades-STA", _read_moments, "video_mret/Charades_STA"),
+    "MomentSeeker": _video("VLM2Vec/MomentSeeker", _read_momentseeker, "video_mret/MomentSeeker"),
     "ViDoRe_arxivqa": _beir("vidore/arxivqa_test_subsampled_beir"),
     "ViDoRe_docvqa": _beir("vidore/docvqa_test_subsampled_beir"),
     "ViDoRe_infovqa": _beir("vidore/infovqa_test_subsampled_beir"),

@@ -184,7 +184,7 @@ class MMEBV2(Task):
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None
-        present = tuple(s for s in SUBSETS if SOURCES[s].files(data, _config(s)))
+        present = tuple(s for s in SUBSETS if _annotation_files(data, s))
         if not present:
             raise DataFormatError(
                 f"{data}: no MMEB-V2 annotation files (e.g. {data / SOURCES['UCF101'].repo}); "
@@ -309,20 +309,20 @@ class MMEBV2(Task):
         ]
 
 
-def _config(subset: str) -> str | None:
+def _annotation_files(root: Path, subset: str) -> list[Path]:
+    """The dataset's annotation files; empty when a part it needs is absent."""
+    from bindkit.tasks._mmeb_v2_data import MVBENCH_SUBSETS, _read_beir, _read_mvbench
+
     source = SOURCES[subset]
     if source.repo.startswith("ziyjiang/"):
-        return subset
-    if source.reader.__name__ == "_read_beir":
-        return "queries"
-    return source.config
-
-
-def _annotation_files(root: Path, subset: str) -> list[Path]:
-    source = SOURCES[subset]
-    if source.reader.__name__ == "_read_beir":
-        return [f for part in ("queries", "qrels", "corpus") for f in source.files(root, part)]
-    return source.files(root, _config(subset))
+        return source.files(root, subset)
+    parts: tuple[str | None, ...] = (source.config,)
+    if source.reader is _read_beir:
+        parts = ("queries", "qrels", "corpus")
+    elif source.reader is _read_mvbench:
+        parts = MVBENCH_SUBSETS
+    found = [source.files(root, part) for part in parts]
+    return [f for files in found for f in files] if all(found) else []
 
 
 # -- media --------------------------------------------------------------------------------------
@@ -345,7 +345,7 @@ def _missing_media(
     missing: set[Input] = set()
     for item in dict.fromkeys(inputs):
         absent = (
-            (item.kind == "image" and not (root / "image-tasks" / item.path).is_file())
+            (item.kind == "image" and not (root / item.path).is_file())
             or (item.kind == "video" and video_path(root, item.path) is None)
             or (item.kind == "page" and item.path not in split.pages)
         )
@@ -353,7 +353,7 @@ def _missing_media(
             missing.add(item)
     if missing:
         first = sorted(missing, key=lambda i: i.path)[0]
-        where = root / ("image-tasks/" + first.path if first.kind == "image" else first.path)
+        where = root / first.path
         message = (
             f"mmeb_v2 {subset}: {len(missing)} images or clips missing (first: {where}); "
             f"get them from {PUBLISHED}"
@@ -366,7 +366,7 @@ def _missing_media(
 
 def _media(item: Input, root: Path, split: Split) -> Any:
     if item.kind == "image":
-        return ImageRef(root / "image-tasks" / item.path)
+        return ImageRef(root / item.path)
     if item.kind == "page":
         return decode_image(split.pages[item.path], f"page {item.path}")
     path = video_path(root, item.path)
