@@ -865,7 +865,10 @@ def other_video_fixture(root: Path) -> dict[str, Any]:
         names = [
             f"{base}/{c}" for c in sorted(["negative_0", "negative_1", "positive", "negative_2"])
         ]
-        text = f"{VIDEO_TOKEN} Find the clip that corresponds to the described scene in the given video: {r['query']}"
+        text = (
+            f"{VIDEO_TOKEN} Find the clip that corresponds to the described scene in the given "
+            f"video: {r['query']}"
+        )
         queries.append(
             {
                 "query": ("video", text, f"{base}/query"),
@@ -908,13 +911,15 @@ def other_video_fixture(root: Path) -> dict[str, Any]:
         if r["input_frames"].endswith(".mp4"):
             q = (
                 "video",
-                f"{VIDEO_TOKEN} Find the clip that corresponds to the given sentence and video segment: {r['query']}",
+                f"{VIDEO_TOKEN} Find the clip that corresponds to the given sentence and video "
+                f"segment: {r['query']}",
                 f"{ms}/video_frames/" + r["input_frames"].split(".mp4")[0].replace("/", "_"),
             )
         elif r["input_frames"].endswith(".jpg"):
             q = (
                 "image",
-                f"<|image_pad|> Select the video clip that aligns with the given text and image: {r['query']}",
+                "<|image_pad|> Select the video clip that aligns with the given text and image: "
+                + r["query"],
                 f"{ms}/query_{r['input_frames']}",
             )
         else:

@@ -123,7 +123,7 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 META_METRIC = {"image": "hit_at_1", "video": "hit_at_1", "visdoc": "ndcg_linear_at_5"}
 LEADERBOARD = tuple(s for groups in GROUPS.values() for g in groups.values() for s in g)
-#: The datasets bindkit reads (the others of the leaderboard have readers still to write).
+#: The datasets bindkit reads: every one of the leaderboard's.
 SUBSETS = tuple(s for s in LEADERBOARD if s in SOURCES)
 #: The six video datasets of seed 002's Table V, in its order.
 SEED_002_VIDEO = ("ActivityNetQA", "Breakfast", "EgoSchema", "K700", "UCF101", "Video-MME")
