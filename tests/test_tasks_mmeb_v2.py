@@ -957,3 +957,75 @@ def test_the_other_video_loaders_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
         assert result["per_query"]["top"] == expected["top5"], name
         assert result["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"]), name
         assert result["scores"]["ndcg_linear_at_5"] == pytest.approx(expected["ndcg_linear@5"])
+
+
+# -- a real model path: tiny Qwen2-VL through `bindkit eval` ------------------------------------
+@pytest.mark.slow
+def test_cli_on_a_tiny_qwen2_vl_equals_vlm2vecs_scoring(
+    tmp_path: Path, tiny_qwen2_vl: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Image and visual-document datasets through ``bindkit eval --model mllm:...`` score as
+    VLM2Vec's ranking on the same model's vectors; the video datasets run once the mllm backend
+    embeds videos and are refused in one line until then."""
+    import json
+
+    from bindkit.cli import main
+    from bindkit.embed.registry import load_embedder
+
+    data = tmp_path / "MMEB-V2"
+    image_fixture(data)
+    fx = visdoc_fixture(data)
+    rows = video_fixture(data)
+    spec = f"mllm:{tiny_qwen2_vl}"
+    out = tmp_path / "r"
+    argv = ["eval", "--model", spec, "--task", "mmeb_v2", "--data", str(data), "--out", str(out)]
+    assert main([*argv, "--subsets", "visdoc,image-ret", "--no-cache"]) == 0
+    records = {
+        json.loads(p.read_text())["subset"]: json.loads(p.read_text())
+        for p in out.rglob("*.json")
+        if "mmeb_v2" in str(p)
+    }
+    assert set(records) == {"ViDoRe_arxivqa", "MSCOCO_t2i"}
+    model = load_embedder(spec, cache=False)
+    inst_q = "Find a document image that matches the given query:"
+    qrels: dict[str, dict[str, int]] = {}
+    for r in fx["qrels"]:
+        if r["score"] > 0:
+            qrels.setdefault(r["query-id"], {})[r["corpus-id"]] = r["score"]
+    names: dict[str, None] = {}
+    for q in fx["queries"]:
+        names |= dict.fromkeys(qrels[q["query-id"]])
+    names |= dict.fromkeys(c["corpus-id"] for c in fx["corpus"])
+    pages = {c["corpus-id"]: Image.open(io.BytesIO(c["image"]["bytes"])) for c in fx["corpus"]}
+    q_vecs = model.embed_texts([f"{inst_q} {q['query']}" for q in fx["queries"]], role="query")
+    c_vecs = model.embed_images(
+        [pages[n] for n in names],
+        role="document",
+        instruction="Understand the content of the provided document image.",
+    )
+    infos = [
+        {
+            "label_name": list(qrels[q["query-id"]]),
+            "rel_scores": list(qrels[q["query-id"]].values()),
+        }
+        for q in fx["queries"]
+    ]
+    expected = official_scores(q_vecs, list(names), c_vecs, infos, "global")
+    got = records["ViDoRe_arxivqa"]["scores"]
+    assert got["ndcg_linear_at_5"] == pytest.approx(expected["ndcg_linear@5"], abs=1e-9)
+    assert got["hit_at_1"] == pytest.approx(expected["hit@1"], abs=1e-9)
+    assert "## MMEB-V2 per meta-task" in (out / "report.md").read_text()
+    code = main([*argv, "--subsets", "seed002-video", "--no-cache"])
+    if "video" not in model.modalities:  # until the mllm backend embeds videos
+        assert code == 2
+        assert "mmeb_v2 " in capsys.readouterr().err
+        return
+    assert code == 0
+    for name, table in rows.items():
+        expected = vlm2vec_video(model, data, name, table)  # type: ignore[arg-type]
+        (record,) = [
+            json.loads(p.read_text())
+            for p in out.rglob("*.json")
+            if json.loads(p.read_text()).get("subset") == name
+        ]
+        assert record["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"], abs=1e-9), name
