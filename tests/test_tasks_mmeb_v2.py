@@ -1029,3 +1029,104 @@ def test_cli_on_a_tiny_qwen2_vl_equals_vlm2vecs_scoring(
             if json.loads(p.read_text()).get("subset") == name
         ]
         assert record["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"], abs=1e-9), name
+
+
+# -- the other image loaders: image_qa, image_i2t, image_t2i with captions, image_i2i_vg --------
+IMG = "<|image_pad|>"
+
+
+def official_image(
+    kind: str, rows: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(queries, candidates) as VLM2Vec's image_* loaders build them (Qwen2-VL's image token)."""
+
+    def process(instruction: str, text: str | None = None) -> str:  # process_input_text
+        prompt = instruction + (" " + text if text else "")
+        return IMG + " " + prompt
+
+    queries, cands = [], {}
+    for r in rows:
+        if kind in ("qa", "vg"):
+            inst = "\n" + r["qry_inst"].replace("<|image_1|>", "").strip()
+        else:
+            inst = r["qry_inst"].replace("<|image_1|>", "")
+        if kind == "t2i":
+            query = (
+                "text",
+                r["qry_inst"].replace("<|image_1|>", IMG) + " " + r["qry_text"] + "\n",
+                "",
+            )
+        else:
+            text = process(inst, r["qry_text"]).replace(" \n", "\n") + "\n"
+            query = ("image", text, "image-tasks/" + r["qry_img_path"])
+        if kind in ("qa", "i2t"):
+            names = r["tgt_text"]
+            for t in names:
+                cands.setdefault(t, ("text", t, ""))
+        else:
+            tgt_inst = r["tgt_inst"].replace("<|image_1|>", "")
+            if r["tgt_text"][0].strip():
+                texts = [
+                    process(tgt_inst + " " + c, "").replace(" \n", "\n") + "\n"
+                    for c in r["tgt_text"]
+                ]
+            else:
+                end = "\n" if kind == "t2i" else ""
+                texts = [process(tgt_inst, "").replace(" \n", "\n") + end] * len(r["tgt_img_path"])
+            if kind == "vg":
+                names = [
+                    p + ":" + c.strip('"')
+                    for p, c in zip(r["tgt_img_path"], r["tgt_text"], strict=True)
+                ]
+            else:
+                names = r["tgt_img_path"]
+            for n, t, p in zip(names, texts, r["tgt_img_path"], strict=True):
+                cands.setdefault(n, ("image", t, "image-tasks/" + p))
+        queries.append({"query": query, "cand_names": names, "label_name": names[0]})
+    return queries, cands
+
+
+def test_the_other_image_loaders_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
+    from bindkit.tasks.base import EvalContext, get_task
+
+    data = tmp_path / "MMEB-V2"
+    image_fixture(data)  # the images ImageNet-1K/{0,1,2}.png
+    paths = [f"ImageNet-1K/{i}.png" for i in range(3)]
+    base = data / "ziyjiang/MMEB_Test_Instruct"
+    fixtures = {
+        "OK-VQA": ("qa", [
+            {"qry_inst": "<|image_1|>\nRepresent the given image with the following question:", "qry_text": f"what is {w}?", "qry_img_path": p, "tgt_inst": "", "tgt_text": [w, "tree", "car"], "tgt_img_path": ["", "", ""]}
+            for w, p in zip(["red", "grass", "sky"], paths, strict=True)
+        ]),
+        "VisualNews_i2t": ("i2t", [
+            {"qry_inst": "<|image_1|> Find a caption for the news in the given photo.", "qry_text": "", "qry_img_path": p, "tgt_inst": "", "tgt_text": [f"news {i}", f"news {i + 1}"], "tgt_img_path": ["", ""]}
+            for i, p in enumerate(paths)
+        ]),
+        "WebQA": ("t2i", [
+            {"qry_inst": "<|image_1|> Find a Wikipedia image that answers this question:", "qry_text": f"where is {w}", "qry_img_path": "", "tgt_inst": "<|image_1|> Represent the given Wikipedia image with related text information:", "tgt_text": [f"{w} page", "other page"], "tgt_img_path": [p, paths[(i + 1) % 3]]}
+            for i, (w, p) in enumerate(zip(["paris", "rome", "oslo"], paths, strict=True))
+        ]),
+        "CIRR": ("vg", [
+            {"qry_inst": "<|image_1|>\nGiven an image, find a similar everyday image with the described changes:", "qry_text": f"make it {w}", "qry_img_path": p, "tgt_inst": "<|image_1|>\nRepresent the given image.", "tgt_text": ["", ""], "tgt_img_path": [paths[(i + 1) % 3], paths[(i + 2) % 3]]}
+            for i, (w, p) in enumerate(zip(["green", "blue", "red"], paths, strict=True))
+        ]),
+        "RefCOCO-Matching": ("vg", [
+            {"qry_inst": "<|image_1|>\nSelect the portion of the image that follows the language expressions:", "qry_text": '"the left one"', "qry_img_path": p, "tgt_inst": "<|image_1|>\nSelect the portion of the image that follows the language expressions:", "tgt_text": ['"the left one"', '"the right one"'], "tgt_img_path": [p, p]}
+            for p in paths
+        ]),
+    }  # fmt: skip
+    for name, (_, rows) in fixtures.items():
+        _parquet(base / name / "test-00000-of-00001.parquet", rows)
+    task = get_task("mmeb_v2")
+    dataset = task.load(data)
+    for name, (kind, rows) in fixtures.items():
+        queries, cands = official_image(kind, rows)
+        ref = ColourWords(cache=None)
+        q_vecs = np.stack([_embed_one(ref, data, q["query"], "query") for q in queries])
+        c_vecs = np.stack([_embed_one(ref, data, c, "document") for c in cands.values()])
+        expected = official_scores(q_vecs, list(cands), c_vecs, queries, "local")
+        result = task.evaluate(ColourWords(cache=None), dataset, name, "it", EvalContext())
+        assert result is not None
+        assert result["per_query"]["top"] == expected["top5"], name
+        assert result["per_query"]["ids"] == (paths if kind != "t2i" else ["0", "1", "2"])
+        assert result["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"]), name
