@@ -45,11 +45,11 @@ def _words(text: str) -> np.ndarray:
 
 
 def _instruction(text: str | None) -> np.ndarray:
-    """A third of the words plus a vector seeded by the whole text: any change to an
+    """A tenth of the words plus a vector seeded by the whole text: any change to an
     instruction moves the vector."""
     seed = int(hashlib.sha256((text or "").encode()).hexdigest()[:8], 16)
     noise = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-    return _words(text or "") / 3 + 0.5 * noise
+    return _words(text or "") / 10 + noise
 
 
 def _colour(image: Any) -> np.ndarray:
@@ -74,7 +74,7 @@ def sampled_frames(folder: Path, num_frames: int = 8) -> list[Path]:
 
 class ColourWords(BaseEmbedder):
     """Texts: a hashed bag of words; images and frame folders: colour features of the (sampled)
-    frames plus a third of the instruction's words. Counts what it encodes."""
+    frames plus a vector of the instruction. Counts what it encodes."""
 
     modalities = frozenset({"text", "image", "video"})
 
@@ -176,6 +176,17 @@ def video_fixture(root: Path) -> dict[str, list[dict[str, Any]]]:
             },
             {"video_name": "def", "question": "is it raining", "answer": "no", "question_id": "q1"},
             {"video_name": "ghi", "question": "is he red", "answer": "no", "question_id": "q2"},
+            {"video_name": "x3", "question": "is it sunny", "answer": "yes", "question_id": "q3"},
+            {"video_name": "x4", "question": "is it late", "answer": "no", "question_id": "q4"},
+            {"video_name": "x5", "question": "is it indoors", "answer": "yes", "question_id": "q5"},
+            {"video_name": "x6", "question": "is it loud", "answer": "no", "question_id": "q6"},
+            {"video_name": "x7", "question": "is it a park", "answer": "yes", "question_id": "q7"},
+            {
+                "video_name": "x8",
+                "question": "is it a kitchen",
+                "answer": "no",
+                "question_id": "q8",
+            },
         ],
         "EgoSchema": [
             {
@@ -1086,6 +1097,12 @@ def official_image(
     return queries, cands
 
 
+VQA_INST = "<|image_1|>\nRepresent the given image with the following question:"
+WEBQA_TGT = "<|image_1|> Represent the given Wikipedia image with related text information:"
+CIRR_INST = "<|image_1|>\nGiven an image, find a similar everyday image with the described changes:"
+REF_INST = "<|image_1|>\nSelect the portion of the image that follows the language expressions:"
+
+
 def test_the_other_image_loaders_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
     from bindkit.tasks.base import EvalContext, get_task
 
@@ -1094,27 +1111,77 @@ def test_the_other_image_loaders_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
     paths = [f"ImageNet-1K/{i}.png" for i in range(3)]
     base = data / "ziyjiang/MMEB_Test_Instruct"
     fixtures = {
-        "OK-VQA": ("qa", [
-            {"qry_inst": "<|image_1|>\nRepresent the given image with the following question:", "qry_text": f"what is {w}?", "qry_img_path": p, "tgt_inst": "", "tgt_text": [w, "tree", "car"], "tgt_img_path": ["", "", ""]}
-            for w, p in zip(["red", "grass", "sky"], paths, strict=True)
-        ]),
-        "VisualNews_i2t": ("i2t", [
-            {"qry_inst": "<|image_1|> Find a caption for the news in the given photo.", "qry_text": "", "qry_img_path": p, "tgt_inst": "", "tgt_text": [f"news {i}", f"news {i + 1}"], "tgt_img_path": ["", ""]}
-            for i, p in enumerate(paths)
-        ]),
-        "WebQA": ("t2i", [
-            {"qry_inst": "<|image_1|> Find a Wikipedia image that answers this question:", "qry_text": f"where is {w}", "qry_img_path": "", "tgt_inst": "<|image_1|> Represent the given Wikipedia image with related text information:", "tgt_text": [f"{w} page", "other page"], "tgt_img_path": [p, paths[(i + 1) % 3]]}
-            for i, (w, p) in enumerate(zip(["paris", "rome", "oslo"], paths, strict=True))
-        ]),
-        "CIRR": ("vg", [
-            {"qry_inst": "<|image_1|>\nGiven an image, find a similar everyday image with the described changes:", "qry_text": f"make it {w}", "qry_img_path": p, "tgt_inst": "<|image_1|>\nRepresent the given image.", "tgt_text": ["", ""], "tgt_img_path": [paths[(i + 1) % 3], paths[(i + 2) % 3]]}
-            for i, (w, p) in enumerate(zip(["green", "blue", "red"], paths, strict=True))
-        ]),
-        "RefCOCO-Matching": ("vg", [
-            {"qry_inst": "<|image_1|>\nSelect the portion of the image that follows the language expressions:", "qry_text": '"the left one"', "qry_img_path": p, "tgt_inst": "<|image_1|>\nSelect the portion of the image that follows the language expressions:", "tgt_text": ['"the left one"', '"the right one"'], "tgt_img_path": [p, p]}
-            for p in paths
-        ]),
-    }  # fmt: skip
+        "OK-VQA": (
+            "qa",
+            [
+                {
+                    "qry_inst": VQA_INST,
+                    "qry_text": f"what is {w}?",
+                    "qry_img_path": p,
+                    "tgt_inst": "",
+                    "tgt_text": [w, "tree", "car"],
+                    "tgt_img_path": ["", "", ""],
+                }
+                for w, p in zip(["red", "grass", "sky"], paths, strict=True)
+            ],
+        ),
+        "VisualNews_i2t": (
+            "i2t",
+            [
+                {
+                    "qry_inst": "<|image_1|> Find a caption for the news in the given photo.",
+                    "qry_text": "",
+                    "qry_img_path": p,
+                    "tgt_inst": "",
+                    "tgt_text": [f"news {i}", f"news {i + 1}"],
+                    "tgt_img_path": ["", ""],
+                }
+                for i, p in enumerate(paths)
+            ],
+        ),
+        "WebQA": (
+            "t2i",
+            [
+                {
+                    "qry_inst": "<|image_1|> Find a Wikipedia image that answers this question:",
+                    "qry_text": f"where is {w}",
+                    "qry_img_path": "",
+                    "tgt_inst": WEBQA_TGT,
+                    "tgt_text": [f"{w} page", "other page"],
+                    "tgt_img_path": [p, paths[(i + 1) % 3]],
+                }
+                for i, (w, p) in enumerate(zip(["paris", "rome", "oslo"], paths, strict=True))
+            ],
+        ),
+        "CIRR": (
+            "vg",
+            [
+                {
+                    "qry_inst": CIRR_INST,
+                    "qry_text": f"make it {w}",
+                    "qry_img_path": p,
+                    "tgt_inst": "<|image_1|>\nRepresent the given image.",
+                    "tgt_text": ["", ""],
+                    "tgt_img_path": [paths[(i + 1) % 3], paths[(i + 2) % 3]],
+                }
+                for i, (w, p) in enumerate(zip(["green", "blue", "red"], paths, strict=True))
+            ],
+        ),
+        "RefCOCO-Matching": (
+            "vg",
+            [
+                {
+                    "qry_inst": REF_INST,
+                    "qry_text": '"the left one"',
+                    "qry_img_path": p,
+                    "tgt_inst": REF_INST,
+                    "tgt_text": ['"the left one"', '"the right one"'],
+                    "tgt_img_path": [p, p],
+                }
+                for p in paths
+            ],
+        ),
+    }
     for name, (_, rows) in fixtures.items():
         _parquet(base / name / "test-00000-of-00001.parquet", rows)
     task = get_task("mmeb_v2")
