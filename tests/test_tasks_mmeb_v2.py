@@ -1197,3 +1197,59 @@ def test_the_other_image_loaders_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
         assert result["per_query"]["top"] == expected["top5"], name
         assert result["per_query"]["ids"] == (paths if kind != "t2i" else ["0", "1", "2"])
         assert result["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"]), name
+
+
+def test_missing_clips_stop_the_run_or_are_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    data = tmp_path / "MMEB-V2"
+    video_fixture(data)
+    shutil.rmtree(data / "video-tasks/frames/video_qa/EgoSchema/e2")
+    kwargs: dict[str, Any] = dict(
+        task="mmeb_v2", data=data, subsets="EgoSchema", verbose=False, report=False
+    )
+    with pytest.raises(
+        BindkitError,
+        match=r"mmeb_v2 EgoSchema: 1 images or clips missing \(first: .*EgoSchema/e2\)",
+    ):
+        evaluate([ColourWords(cache=None)], out=tmp_path / "a", **kwargs)
+    (record,) = evaluate(
+        [ColourWords(cache=None)], out=tmp_path / "b", allow_missing_images=True, **kwargs
+    )
+    assert record["partial"] is True
+    assert record["counts"] == {"queries": 2, "scored": 1, "candidates": 8, "missing_images": 1}
+    assert "scoring the rest" in capsys.readouterr().err
+    with pytest.raises(
+        BindkitError,
+        match=r"--subsets ViDoRe_docvqa: no annotation files under .*vidore/docvqa_test_subsampled_"
+        r"beir; download huggingface.co/datasets/vidore/docvqa_test_subsampled_beir",
+    ):
+        evaluate(
+            [ColourWords(cache=None)],
+            task="mmeb_v2",
+            data=data,
+            subsets="ViDoRe_docvqa",
+            out=tmp_path / "c",
+            verbose=False,
+        )
+
+
+def test_progress_counts_the_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BINDKIT_PROGRESS", "1")
+    data = tmp_path / "MMEB-V2"
+    video_fixture(data)
+    evaluate(
+        [ColourWords(cache=None, progress=False)],
+        task="mmeb_v2",
+        data=data,
+        subsets="UCF101",
+        out=tmp_path / "r",
+        verbose=False,
+        report=False,
+    )
+    err = capsys.readouterr().err
+    assert "mmeb_v2 UCF101: embedding" in err and "104/104" in err  # 3 clips + 101 labels

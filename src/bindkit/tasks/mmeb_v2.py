@@ -242,7 +242,7 @@ class MMEBV2(Task):
             "queries": len(split.queries),
             "scored": len(keep),
             "candidates": len(names) if split.ranking == "global" else len(split.candidates),
-            "missing_media": len(missing),
+            "missing_images": len(missing),  # images, clips or pages: the engine marks partial
         }
         per_query = {
             "metric": "correct" if main is hits else "ndcg_linear_at_5",
