@@ -519,6 +519,8 @@ def test_a_killed_run_resumes_without_reembedding(tmp_path: Path) -> None:
 def get_task_chunked() -> Any:
     from bindkit.tasks.base import get_task
 
+    with pytest.raises(BindkitError, match="chunk_size=0: use at least 1"):
+        get_task("mmeb_v2", {"chunk_size": "0"})
     return get_task("mmeb_v2", {"chunk_size": "1"})
 
 

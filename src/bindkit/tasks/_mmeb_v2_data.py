@@ -475,7 +475,12 @@ def _image(kind: str) -> Source:
     return Source("ziyjiang/MMEB_Test_Instruct", None, "test", _image_reader(kind), "image-tasks")
 
 
-def _video(repo: str, reader: Callable[[Path, str, Source], Split], media: str, config=None):  # type: ignore[no-untyped-def]
+def _video(
+    repo: str,
+    reader: Callable[[Path, str, Source], Split],
+    media: str,
+    config: str | None = None,
+) -> Source:
     return Source(repo, config, "test", reader, f"video-tasks/frames/{media}")
 
 

@@ -13,7 +13,8 @@ tie, one listed later loses it), so ``ties`` is declared ``wrong`` as the neares
 Readers and file layout: :mod:`bindkit.tasks._mmeb_v2_data`. Inputs are embedded in chunks of
 ``chunk_size`` (``--task-option chunk_size=N``) through the embedder (and its cache), with a
 progress line per chunk, so a killed run loses at most the chunk in flight and a rerun skips
-what the cache holds; finished datasets are result files the engine reuses.
+what the cache holds; finished datasets are result files the engine reuses. The chunk size
+changes how, not what, is embedded, so it is not among the result's options.
 
 The video datasets need an embedder with ``embed_videos`` (:mod:`bindkit.embed.video`); a clip is
 its frame folder (VLM2Vec's ``video-tasks/frames/...``), else its ``.mp4`` under
@@ -38,7 +39,7 @@ from bindkit.embed.protocol import Embedder, Role
 from bindkit.embed.video import VideoRef, require_video
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.results.tables import Table, label, pct
-from bindkit.tasks._mmeb_v2_data import SOURCES, Input, Split
+from bindkit.tasks._mmeb_v2_data import SOURCES, Input, Query, Split
 from bindkit.tasks._pairs import decode_image
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
@@ -204,9 +205,6 @@ class MMEBV2(Task):
             f"huggingface.co/datasets/{source.repo} there (and its media from {PUBLISHED})"
         )
 
-    def options(self, subset: str) -> dict[str, Any]:
-        return {}  # chunk_size changes how, not what, is embedded
-
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any] | None:
@@ -257,7 +255,7 @@ class MMEBV2(Task):
         embedder: Embedder,
         subset: str,
         split: Split,
-        queries: list[Any],
+        queries: list[Query],
         names: list[str],
         root: Path,
     ) -> dict[tuple[Role, Input], np.ndarray]:
@@ -418,7 +416,7 @@ def _caller(
 # -- scoring (VLM2Vec eval.py and RankingMetrics, restated) ------------------------------------
 def rank(
     split: Split,
-    queries: list[Any],
+    queries: list[Query],
     names: list[str],
     vectors: dict[tuple[Role, Input], np.ndarray],
 ) -> list[list[str]]:
