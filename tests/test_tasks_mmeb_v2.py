@@ -514,6 +514,10 @@ def test_a_killed_run_resumes_without_reembedding(tmp_path: Path) -> None:
     third = ColourWords(cache=EmbeddingCache(cache))
     (again,) = evaluate([third], **kwargs)
     assert third.encoded == [] and again["scores"] == record["scores"]
+    visdoc_fixture(data)  # another dataset downloaded: UCF101's result stays reusable
+    fourth = ColourWords(cache=None)
+    (same,) = evaluate([fourth], **kwargs)
+    assert fourth.encoded == [] and same == again
 
 
 def get_task_chunked() -> Any:

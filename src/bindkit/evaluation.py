@@ -165,7 +165,7 @@ def _one_model(
             provenance = {
                 "model_fingerprint": embedder.fingerprint,
                 "task": meta.name,
-                "data_sha256": dataset.identity(pairing),
+                "data_sha256": task_impl.data_identity(dataset, subset, pairing),
                 "subset": subset,
                 "pairing": pairing,
                 "options": options,

@@ -153,6 +153,7 @@ def families() -> dict[str, tuple[str, ...]]:
 class V2Data:
     root: Path
     present: tuple[str, ...]
+    digests: dict[str, str]  # dataset -> hash of its annotation files
 
 
 class MMEBV2(Task):
@@ -191,12 +192,20 @@ class MMEBV2(Task):
                 f"{data}: no MMEB-V2 annotation files (e.g. {data / SOURCES['UCF101'].repo}); "
                 f"pass {self.metadata.data_help}"
             )
-        digest = hashlib.sha256()
+        digests = {}
         for s in present:
-            for f in _annotation_files(data, s):
-                digest.update(f"{s}:{f.name}:{sha256_file(f)}\n".encode())
-        payload = V2Data(image_root if image_root is not None else data, present)
-        return Dataset("mmeb_v2", digest.hexdigest(), str(data), payload, present, has_images=True)
+            lines = [
+                f"{f.relative_to(data)}:{sha256_file(f)}\n" for f in _annotation_files(data, s)
+            ]
+            digests[s] = hashlib.sha256("".join(lines).encode()).hexdigest()
+        whole = hashlib.sha256("".join(f"{s}:{d}\n" for s, d in digests.items()).encode())
+        payload = V2Data(image_root if image_root is not None else data, present, digests)
+        return Dataset("mmeb_v2", whole.hexdigest(), str(data), payload, present, has_images=True)
+
+    def data_identity(self, dataset: Dataset, subset: str, pairing: str) -> str:
+        """Each dataset's own annotation files: adding another keeps finished results."""
+        digest: str = dataset.payload.digests[subset]
+        return digest
 
     def missing_subset(self, subset: str, dataset: Dataset) -> str | None:
         source = SOURCES[subset]
