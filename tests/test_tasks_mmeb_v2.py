@@ -1259,3 +1259,31 @@ def test_progress_counts_the_inputs(
     )
     err = capsys.readouterr().err
     assert "mmeb_v2 UCF101: embedding" in err and "104/104" in err  # 3 clips + 101 labels
+
+
+def test_vidore_v2_english_views_filter_the_queries_and_run_only_when_named(tmp_path: Path) -> None:
+    data = tmp_path / "MMEB-V2"
+    base = data / "vidore/esg_reports_v2"
+    queries = [
+        {"query-id": "q1", "query": "emissions", "language": "english"},
+        {"query-id": "q2", "query": "emissions", "language": "french"},
+        {"query-id": "q3", "query": "water use", "language": "english"},
+    ]
+    qrels = [
+        {"query-id": q, "corpus-id": f"p{i}", "score": 1} for i, q in enumerate(["q1", "q2", "q3"])
+    ]
+    corpus = [
+        {"corpus-id": f"p{i}", "image": {"bytes": _png((40 * i, 90, 200 - 50 * i)), "path": ""}}
+        for i in range(3)
+    ]
+    _parquet(base / "queries/test-00000-of-00001.parquet", queries)
+    _parquet(base / "qrels/test-00000-of-00001.parquet", qrels)
+    _parquet(base / "corpus/test-00000-of-00001.parquet", corpus)
+    kwargs: dict[str, Any] = dict(
+        task="mmeb_v2", data=data, out=tmp_path / "r", verbose=False, report=False
+    )
+    (default,) = evaluate([ColourWords(cache=None)], **kwargs)
+    assert default["subset"] == "ViDoRe_esg_reports_v2_multilingual"
+    assert default["counts"]["queries"] == 3
+    (english,) = evaluate([ColourWords(cache=None)], subsets="ViDoRe_esg_reports_v2", **kwargs)
+    assert english["counts"]["queries"] == 2 and english["counts"]["candidates"] == 3

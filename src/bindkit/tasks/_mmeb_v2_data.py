@@ -580,6 +580,10 @@ SOURCES: dict[str, Source] = {
     "ViDoRe_biomedical_lectures_v2_multilingual": _beir("vidore/biomedical_lectures_v2"),
     "ViDoRe_economics_reports_v2_multilingual": _beir("vidore/economics_reports_v2"),
     "ViDoRe_esg_reports_v2_multilingual": _beir("vidore/esg_reports_v2"),
+    # visdoc.yaml's English-only views of the same files (not on the leaderboard)
+    "ViDoRe_biomedical_lectures_v2": _beir("vidore/biomedical_lectures_v2", language="english"),
+    "ViDoRe_economics_reports_v2": _beir("vidore/economics_reports_v2", language="english"),
+    "ViDoRe_esg_reports_v2": _beir("vidore/esg_reports_v2", language="english"),
     **{
         f"VisRAG_{t}": _beir(f"openbmb/VisRAG-Ret-Test-{t}", "train")
         for t in ("ArxivQA", "ChartQA", "MP-DocVQA", "SlideVQA", "InfoVQA", "PlotQA")
