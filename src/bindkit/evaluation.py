@@ -165,7 +165,7 @@ def _one_model(
             provenance = {
                 "model_fingerprint": embedder.fingerprint,
                 "task": meta.name,
-                "data_sha256": dataset.identity(pairing),
+                "data_sha256": task_impl.data_identity(dataset, subset, pairing),
                 "subset": subset,
                 "pairing": pairing,
                 "options": options,
@@ -220,6 +220,7 @@ def _subsets(value: str | Sequence[str] | None, task: Task, dataset: Dataset) ->
     items = [s.strip() for s in items if s.strip()]
     if not items:
         raise BindkitError("--subsets: empty; give a comma list or leave it out for all")
+    items = _expand_families(items, task, dataset)
     unknown = [s for s in items if s not in available]
     for subset in unknown:
         hint = task.missing_subset(subset, dataset) if subset in task.metadata.subsets else None
@@ -231,6 +232,25 @@ def _subsets(value: str | Sequence[str] | None, task: Task, dataset: Dataset) ->
             f"{', '.join(available)}"
         )
     return items
+
+
+def _expand_families(items: list[str], task: Task, dataset: Dataset) -> list[str]:
+    """Each family name (``Task.families``) replaced by its subsets the data has; a family none
+    of whose subsets are in the data is one line naming them."""
+    families = task.families()
+    out: list[str] = []
+    for item in items:
+        if item not in families or item in dataset.subsets:
+            out.append(item)
+            continue
+        members = [s for s in families[item] if s in dataset.subsets]
+        if not members:
+            raise BindkitError(
+                f"--subsets {item}: none of its subsets ({', '.join(families[item])}) are in "
+                f"{task.metadata.name}'s data; use {', '.join(dataset.subsets)}"
+            )
+        out += [s for s in members if s not in out]
+    return list(dict.fromkeys(out))
 
 
 def _load(model: str | Embedder, batch_size: int | None, cache: bool | str | Path) -> Embedder:

@@ -55,7 +55,10 @@ def register(commands: Any) -> None:
         help="comma list of tt,ti,it,ii (query→candidate); default: all available",
     )
     ev.add_argument(
-        "--subsets", default=None, help="comma list of subsets to run; default: all of them"
+        "--subsets",
+        default=None,
+        help="comma list of subsets or subset families (mmeb_v2: image, video, visdoc) to run; "
+        "default: all of them",
     )
     ev.add_argument("--out", type=Path, default=Path("results"), help="results directory")
     ev.add_argument(

@@ -162,6 +162,17 @@ class Task(ABC):
         benchmark scores one split of several (e.g. ColorSwap's test split)."""
         return dataset.subsets
 
+    def data_identity(self, dataset: Dataset, subset: str, pairing: str) -> str:
+        """The data hash a (subset, pairing) result depends on (its provenance): by default the
+        whole data's; a benchmark of separately published datasets returns the subset's own, so
+        downloading another dataset keeps the finished results reusable."""
+        return dataset.identity(pairing)
+
+    def families(self) -> dict[str, tuple[str, ...]]:
+        """Names that ``--subsets`` expands to several subsets (e.g. MMEB-V2's ``video``): each
+        runs the family's subsets that the data has, in the family's order."""
+        return {}
+
     def missing_subset(self, subset: str, dataset: Dataset) -> str | None:
         """Why one of this task's declared subsets is absent from ``dataset`` (its expected file
         and where it is published), for the one-line error of ``--subsets``; None: no hint."""
