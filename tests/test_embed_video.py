@@ -38,6 +38,7 @@ from bindkit.embed.video import (  # noqa: E402
     VideoSettings,
     file_indices,
     folder_indices,
+    frame_bounds,
     qwen3_timestamps,
     require_video,
     smart_nframes,
@@ -266,6 +267,18 @@ def test_folder_sampling_equals_the_references(count: int) -> None:
     assert folder_indices(count, VIDEO_SETTINGS["vlm2vec"]) == vlm2vec_sample_frames(names, 8)
     q3 = VIDEO_SETTINGS["qwen3-vl-embedding"]
     assert folder_indices(count, q3) == qwen3_embedding_sample_frames(names, 64)
+
+
+def test_per_frame_pixel_budget() -> None:
+    # qwen-vl-utils: at most min(768 tokens, total / frames x 2), at least 1.05 x the minimum
+    default = VideoSettings()
+    assert frame_bounds(4, 28, default, None) == (100352, 602112)  # the 768-token cap
+    # 768 frames share 128,000 x 28^2 x 0.9 = 90,316,800 pixels: 235,200 each
+    assert frame_bounds(768, 28, default, None) == (100352, 235200.0)
+    assert frame_bounds(2000, 28, default, None) == (100352, 105369)  # the 1.05 floor
+    q3 = VIDEO_SETTINGS["qwen3-vl-embedding"]
+    assert q3 is not None  # a 64-frame folder shares 10 x 768 x 32^2 = 7,864,320
+    assert frame_bounds(64, 32, q3, q3.folder_total_pixels) == (131072, 245760.0)
 
 
 def test_qwen3_timestamps() -> None:

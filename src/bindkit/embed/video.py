@@ -85,8 +85,8 @@ class VideoSettings:
         folder_max_frames: A folder with more frames is first cut to this many with
             ``np.linspace(0, n - 1, k, dtype=int)`` (Qwen3-VL-Embedding ``sample_frames``).
         folder_fps: The frame rate a folder is taken to have (qwen-vl-utils ``sample_fps``).
-        num_frames: A fixed frame count (VLM2Vec ``sample_frames``: ``linspace`` truncated, the
-            last frame repeated to fill); replaces ``fps`` sampling for files and folders.
+        num_frames: A fixed frame count (VLM2Vec ``sample_frames``: ``linspace`` truncated);
+            replaces ``fps`` sampling for files and folders.
         saved_frames: VLM2Vec's ``save_frames`` cap: a longer file first keeps the frames
             ``floor(i x total / saved)``.
         resize: ``qwen-vl-utils`` (one ``smart_resize`` for the whole video, torch bicubic with
@@ -160,9 +160,9 @@ def file_indices(total_frames: int, video_fps: float, settings: VideoSettings) -
 
 
 def vlm2vec_sample(length: int, count: int) -> list[int]:
-    """VLM2Vec ``sample_frames``: truncated ``linspace`` positions, the last repeated to fill."""
-    picked = [i for i in linspace_trunc(length, count) if i < length]
-    return picked + [picked[-1]] * (count - len(picked))
+    """VLM2Vec ``sample_frames``: truncated ``linspace`` positions (repeats when the folder has
+    fewer frames than ``count``; its fill-up loop never runs, every position exists)."""
+    return linspace_trunc(length, count)
 
 
 def folder_indices(count: int, settings: VideoSettings) -> list[int]:
