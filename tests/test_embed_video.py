@@ -573,3 +573,15 @@ def test_batches_are_sized_by_tokens(
     assert sizes == [1, 1]
     np.testing.assert_allclose(together, one_by_one, atol=1e-5)
     np.testing.assert_allclose(together[0], together[2])
+
+
+def test_unreadable_videos_fail_in_one_line(tiny_qwen3_vl: Path, tmp_path: Path) -> None:
+    model = load(f"mllm:{tiny_qwen3_vl}")
+    with pytest.raises(BindkitError, match=r"missing\.mp4: video not found; check the path"):
+        model.embed_videos([tmp_path / "missing.mp4"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BindkitError, match=r"empty: no frame images .*extract the frames first"):
+        model.embed_videos([tmp_path / "empty"])
+    (tmp_path / "junk.mp4").write_bytes(b"not a video")
+    with pytest.raises(BindkitError, match=r"junk\.mp4: not a readable video .*replace the file"):
+        model.embed_videos([tmp_path / "junk.mp4"])
