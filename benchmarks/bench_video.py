@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 
@@ -68,10 +69,11 @@ def main() -> None:
     per_1000 = 1000 / len(clips)
     print(
         f"{len(clips)} clips of {args.seconds:g} s, 30 fps, 320x240; "
-        f"torch threads {__import__('torch').get_num_threads()}"
+        f"torch threads {torch.get_num_threads()}"
     )
     print(
-        "| family | checkpoint | frames/clip | tokens/clip | cold s/1k | frames s/1k | cached s/1k |"
+        "| family | checkpoint | frames/clip | tokens/clip | cold s/1k | frames s/1k "
+        "| cached s/1k |"
     )
     print("|---|---|---|---|---|---|---|")
     for family, kind in (
