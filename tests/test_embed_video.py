@@ -508,7 +508,36 @@ def test_text_and_image_identity_is_unchanged(tiny_qwen2_vl: Path) -> None:
     text/image prompt keys."""
     model = load(f"mllm:{tiny_qwen2_vl}")
     description = model.describe()
-    assert "videos" not in description
+    assert sorted(description) == [
+        "adapter",
+        "backend",
+        "chat_template",
+        "dim",
+        "dtype",
+        "images",
+        "layout",
+        "max_length",
+        "model",
+        "pooling",
+        "positions",
+        "trailing_newline",
+        "weights",
+    ]
+    assert sorted(description["images"]) == [
+        "alpha_on_white",
+        "exif",
+        "longest_edge",
+        "mean",
+        "merge_size",
+        "patch_size",
+        "processor_resizes",
+        "resample",
+        "shortest_edge",
+        "square",
+        "stages",
+        "std",
+        "temporal_patch_size",
+    ]
     assert "video" not in json.dumps(description) and "fps" not in json.dumps(description)
     assert model.prompt_key("image", "query", None) == model.render(None, True, "query", None)
     assert "video_pad" not in model.prompt_key("image", "document", None)

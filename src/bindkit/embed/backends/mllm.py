@@ -27,6 +27,7 @@ to the Qwen2-VL processor, whose ``convert_to_rgb`` composites RGBA on white.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -317,6 +318,7 @@ class MLLMEmbedder(TorchEmbedder):
         ):
             self.modalities = self.modalities | {"video"}
         self.frame_cache = self.cache is not None
+        self._norm: tuple[list[float], list[float]] | None = None
         base = self.model.get_base_model() if adapter else self.model
         self._takes_mm_types = "mm_token_type_ids" in inspect.signature(base.forward).parameters
         self._injected: str | None = None
@@ -472,12 +474,13 @@ class MLLMEmbedder(TorchEmbedder):
     def video_sampling(self) -> dict[str, Any]:
         """Everything besides the video's content that decides its frames (in its cache key)."""
         processor = self.image_processor
+        mean, std = self._video_norm()
         return {
-            "settings": self._video_settings().__dict__,
+            "settings": dataclasses.asdict(self._video_settings()),
             "factor": self.video_factor,
             "temporal_patch_size": int(processor.temporal_patch_size),
-            "mean": self._video_norm()[0],
-            "std": self._video_norm()[1],
+            "mean": mean,
+            "std": std,
             "resample": str(getattr(processor, "resample", None)),
         }
 
@@ -489,7 +492,7 @@ class MLLMEmbedder(TorchEmbedder):
     def _video_norm(self) -> tuple[list[float], list[float]]:
         """The video processor's mean and std: ``video_preprocessor_config.json`` when the
         checkpoint has one (transformers falls back to ``preprocessor_config.json``)."""
-        if getattr(self, "_norm", None) is None:
+        if self._norm is None:
             mean = [float(v) for v in self.image_processor.image_mean]
             std = [float(v) for v in self.image_processor.image_std]
             path = Path(self.name) / "video_preprocessor_config.json"
