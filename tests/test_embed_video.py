@@ -614,3 +614,55 @@ def test_unreadable_videos_fail_in_one_line(tiny_qwen3_vl: Path, tmp_path: Path)
     (tmp_path / "junk.mp4").write_bytes(b"not a video")
     with pytest.raises(BindkitError, match=r"junk\.mp4: not a readable video .*replace the file"):
         model.embed_videos([tmp_path / "junk.mp4"])
+
+
+def vlm2vec_load_frames(frames_dir: Path) -> list[str]:
+    """VLM2Vec ``load_frames``: the frame files in natural order (restated)."""
+
+    def natural_sort_key(filename: str) -> list[Any]:
+        return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", filename)]
+
+    names = sorted((p.name for p in frames_dir.iterdir()), key=natural_sort_key)
+    return [
+        str(frames_dir / n) for n in names if Path(n).suffix.lower() in (".jpg", ".jpeg", ".png")
+    ]
+
+
+@pytest.mark.slow
+def test_vlm2vec_vectors_equal_the_reference_pipeline(tiny_qwen2_vl: Path, frames: Path) -> None:
+    """MMEB-V2's folder path: load_frames, sample_frames(8), the Qwen2-VL processor's per-frame
+    resize (transformers' smart_resize within 3,136..1,003,520 and image_transforms.resize,
+    bicubic), normalise + patchify, the bare ``<|video_pad|>`` expanded, 1-D positions, the last
+    token."""
+    import torch
+    from transformers.image_transforms import resize
+    from transformers.image_utils import PILImageResampling
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+
+    model = load(f"vlm2vec:{tiny_qwen2_vl}")
+    proc = model.image_processor
+    paths = vlm2vec_sample_frames(vlm2vec_load_frames(frames), 8)
+    pictures = []
+    for path in paths:
+        array = np.asarray(Image.open(path).convert("RGB"))
+        size = smart_resize(
+            array.shape[0], array.shape[1], proc.patch_size * proc.merge_size, 3136, 1003520
+        )
+        pictures.append(resize(array, size, resample=PILImageResampling.BICUBIC))
+    video = torch.from_numpy(np.stack(pictures)).permute(0, 3, 1, 2)
+    text = "<|video_pad|> Find the action."
+    prompt_ids = model.tokenizer.encode(text, add_special_tokens=False)
+    meta = {"frames_indices": list(range(8)), "fps": 2.0}
+    reference, expected = reference_inputs(model, prompt_ids, video, meta, 2.0)
+    ref = VideoRef(frames)
+    batch = model.collate(
+        [(ref, model.video_key(ref))],
+        modality="video",
+        role="query",
+        instruction="Find the action.",
+    )
+    for name in ("input_ids", "pixel_values_videos", "video_grid_thw", "position_ids"):
+        assert bool((batch[name] == reference[name]).all()), name
+    assert "mm_token_type_ids" not in batch and "second_per_grid_ts" not in batch
+    got = model.embed_videos([frames], instruction="Find the action.")
+    np.testing.assert_allclose(got, expected, atol=1e-5)
