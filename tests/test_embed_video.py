@@ -666,3 +666,11 @@ def test_vlm2vec_vectors_equal_the_reference_pipeline(tiny_qwen2_vl: Path, frame
     assert "mm_token_type_ids" not in batch and "second_per_grid_ts" not in batch
     got = model.embed_videos([frames], instruction="Find the action.")
     np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_without_pyav_one_line(clip: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "av", None)  # import av raises ImportError
+    with pytest.raises(BindkitError, match=r"need PyAV; pip install 'bindkit\[mllm\]'"):
+        video_module.probe_file(clip)

@@ -257,9 +257,17 @@ class VideoProbe:
     width: int
 
 
+def _import_av() -> Any:
+    try:
+        import av
+    except ImportError as exc:
+        raise BindkitError("video files need PyAV; pip install 'bindkit[mllm]'") from exc
+    return av
+
+
 def probe_file(path: Path) -> VideoProbe:
     """Frame count, average frame rate and size of a video file's first video stream (PyAV)."""
-    import av
+    av = _import_av()
 
     try:
         with av.open(str(path)) as container:
@@ -277,7 +285,7 @@ def probe_file(path: Path) -> VideoProbe:
 
 def decode_frames(path: Path, indices: Sequence[int]) -> np.ndarray:
     """The frames at ``indices`` (decode order, repeats allowed) as uint8 ``(T, H, W, 3)``."""
-    import av
+    av = _import_av()
 
     wanted = set(indices)
     found: dict[int, np.ndarray] = {}
