@@ -499,8 +499,12 @@ def test_video_keys_follow_content_and_sampling(
     assert embedding.video_key(VideoRef(clip)) != key
     model.video_settings = VideoSettings(fps=1.0)
     assert model.video_key(VideoRef(clip)) != key
-    # the prompt is the cache's other half
+    # the prompt is the cache's other half: modality, instruction
     assert model.prompt_key("video", "query", None) != model.prompt_key("image", "query", None)
+    assert embedding.prompt_key("video", "query", "Find the clip") == (
+        "<|im_start|>system\nFind the clip.<|im_end|>\n<|im_start|>user\n"
+        "<|vision_start|><|video_pad|><|vision_end|><|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def test_text_and_image_identity_is_unchanged(tiny_qwen2_vl: Path) -> None:
