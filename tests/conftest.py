@@ -43,6 +43,14 @@ def tiny_qwen2_vl(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_qwen2_5_vl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("transformers")
+    from tiny_models import build_qwen2_5_vl
+
+    return build_qwen2_5_vl(tmp_path_factory.mktemp("qwen2.5-vl"))
+
+
+@pytest.fixture(scope="session")
 def tiny_qwen3_vl(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")
     from tiny_models import build_qwen3_vl

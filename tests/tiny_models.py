@@ -1,4 +1,5 @@
-"""Tiny, randomly initialised Qwen2-VL / Qwen3-VL checkpoints and a locally trained tokenizer.
+"""Tiny, randomly initialised Qwen2-VL / Qwen2.5-VL / Qwen3-VL checkpoints and a locally trained
+tokenizer.
 
 Everything is built from configs in a few seconds, with no download, and saved as a normal
 checkpoint directory so the real loading code runs.
@@ -23,6 +24,7 @@ CHAT_TEMPLATE = (
     "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
     "{% for c in message['content'] %}"
     "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
     "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}"
     "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
@@ -106,6 +108,53 @@ def build_qwen2_vl(out: Path, seed: int = 0) -> Path:
     build_tokenizer(out, QWEN2_VL_CHAT_TEMPLATE)
     Qwen2VLImageProcessorPil(
         patch_size=14, merge_size=1, temporal_patch_size=2, min_pixels=28 * 28, max_pixels=56 * 56
+    ).save_pretrained(out)
+    return out
+
+
+def build_qwen2_5_vl(out: Path, seed: int = 0) -> Path:
+    import torch
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2VLImageProcessorPil,
+    )
+
+    config = Qwen2_5_VLConfig(
+        text_config=dict(
+            vocab_size=400,
+            hidden_size=32,
+            intermediate_size=37,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            rope_scaling={"type": "mrope", "mrope_section": [2, 1, 1]},
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=0,
+        ),
+        vision_config=dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=37,
+            num_heads=4,
+            out_hidden_size=32,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            window_size=56,
+            fullatt_block_indexes=[1],
+            tokens_per_second=2,
+        ),
+        vision_start_token_id=3,
+        image_token_id=5,
+        video_token_id=6,
+    )
+    torch.manual_seed(seed)
+    Qwen2_5_VLForConditionalGeneration(config).save_pretrained(out)
+    build_tokenizer(out, QWEN2_VL_CHAT_TEMPLATE)
+    Qwen2VLImageProcessorPil(
+        patch_size=14, merge_size=2, temporal_patch_size=2, min_pixels=28 * 28, max_pixels=56 * 56
     ).save_pretrained(out)
     return out
 

@@ -24,6 +24,7 @@ from bindkit.embed import distributed
 from bindkit.embed.cache import EmbeddingCache
 from bindkit.embed.images import ImageInput, ImagePolicy, content_key, load_image
 from bindkit.embed.protocol import ROLES, Modality, Role
+from bindkit.embed.video import VideoInput, VideoRef, as_video_ref
 from bindkit.errors import BindkitError
 
 T = TypeVar("T")
@@ -110,6 +111,24 @@ class BaseEmbedder(ABC):
             f"{self.spec} does not embed images; it embeds {sorted(self.modalities)}"
         )
 
+    def _encode_videos(
+        self, videos: list[Any], role: Role, instruction: str | None
+    ) -> np.ndarray:  # pragma: no cover - per backend
+        raise BindkitError(
+            f"{self.spec} does not embed videos; it embeds {sorted(self.modalities)}"
+        )
+
+    def video_key(self, video: VideoRef) -> str:
+        """Cache key of one video: its content plus everything that samples it (per backend)."""
+        raise BindkitError(f"{self.spec} does not embed videos")  # pragma: no cover
+
+    def video_tokens(self, video: VideoRef) -> int:
+        """What one video costs a batch (tokens), for :attr:`video_batch_tokens`."""
+        return 1
+
+    #: token budget of one batch of videos (a video costs frames x tokens per frame)
+    video_batch_tokens: int = 16384
+
     def text_length(self, text: str) -> int:
         return len(text)
 
@@ -161,6 +180,28 @@ class BaseEmbedder(ABC):
             what="images",
         )
 
+    def embed_videos(
+        self,
+        videos: Sequence[VideoInput],
+        *,
+        role: Role = "query",
+        instruction: str | None = None,
+    ) -> np.ndarray:
+        """Videos (files, or folders of frames) to vectors: dedup and cache by content and
+        sampling settings, batches sized by tokens (:attr:`video_batch_tokens`)."""
+        self._check("video", role)
+        refs = [as_video_ref(v) for v in videos]
+        keys = [self.video_key(ref) for ref in refs]
+        return self._run(
+            list(zip(refs, keys, strict=True)),
+            keys=keys,
+            lengths=[0] * len(refs),
+            encode=lambda batch: self._encode_videos(batch, role, instruction),
+            prompt=self.prompt_key("video", role, instruction),
+            what="videos",
+            cost=lambda item: self.video_tokens(item[0]),
+        )
+
     # -- the pipeline ------------------------------------------------------------------------
     def _check(self, modality: Modality, role: str) -> None:
         if modality not in self.modalities:
@@ -180,6 +221,7 @@ class BaseEmbedder(ABC):
         encode: Callable[[list[T]], np.ndarray],
         prompt: str,
         what: str,
+        cost: Callable[[T], int] | None = None,
     ) -> np.ndarray:
         if not inputs:
             return np.zeros((0, 0), dtype=np.float32)
@@ -193,14 +235,20 @@ class BaseEmbedder(ABC):
         )
         self.stats["cached"] += len(found)
         missing = [key for key in first if key not in found]
+        costs = {k: cost(inputs[first[k]]) for k in missing} if cost is not None else None
         # longest first: an out-of-memory error shows up on the first batch, not the last
-        missing.sort(key=lambda k: -lengths[first[k]])
+        missing.sort(key=lambda k: -(costs[k] if costs is not None else lengths[first[k]]))
         rank, size = distributed.world()
         mine = distributed.shard(missing, rank, size) if size > 1 else missing
         writer = _CacheWriter(self.cache, self.fingerprint, prompt_hash)
         try:
             computed = self._encode_all(
-                [inputs[first[k]] for k in mine], mine, encode, what, writer.put
+                [inputs[first[k]] for k in mine],
+                mine,
+                encode,
+                what,
+                writer.put,
+                costs=None if costs is None else [costs[k] for k in mine],
             )
         except BaseException:
             writer.close(raise_errors=False)  # what was embedded before the failure stays
@@ -219,26 +267,38 @@ class BaseEmbedder(ABC):
         encode: Callable[[list[T]], np.ndarray],
         what: str,
         store: Callable[[dict[str, np.ndarray]], None] | None = None,
+        costs: list[int] | None = None,
     ) -> dict[str, np.ndarray]:
+        """Encode ``items`` in batches of at most :attr:`batch_size`; with ``costs`` (videos)
+        also at most :attr:`video_batch_tokens` tokens a batch (at least one item) and
+        progress reported per item."""
         out: dict[str, np.ndarray] = {}
         if not items:
             return out
         if not self._batch_size_chosen:
             self.batch_size = max(1, int(self.suggested_batch_size()))
             self._batch_size_chosen = True
-        enabled = self.progress and len(items) > self.batch_size
+        enabled = self.progress and (len(items) > self.batch_size or costs is not None)
         bar = progress_bar(len(items), f"embedding {what} ({self.spec})", enabled=enabled)
         start, batch_size = 0, self.batch_size
         try:
             while start < len(items):
-                batch = items[start : start + batch_size]
+                end = min(len(items), start + batch_size)
+                if costs is not None:
+                    end, spent = start + 1, costs[start]
+                    while end < min(len(items), start + batch_size):
+                        if spent + costs[end] > self.video_batch_tokens:
+                            break
+                        spent += costs[end]
+                        end += 1
+                batch = items[start:end]
                 try:
                     vectors = l2_normalize(encode(batch))
                 except Exception as exc:  # back off on out-of-memory, re-raise anything else
-                    if not is_out_of_memory(exc) or batch_size == 1:
+                    if not is_out_of_memory(exc) or batch_size == 1 or len(batch) == 1:
                         raise
                     _free_accelerator_memory()
-                    batch_size = max(1, batch_size // 2)
+                    batch_size = max(1, (len(batch) if costs is not None else batch_size) // 2)
                     print(
                         f"bindkit: out of memory at batch size {len(batch)}; "
                         f"retrying with {batch_size}",

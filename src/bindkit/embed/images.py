@@ -106,7 +106,7 @@ def load_image(image: ImageInput, policy: ImagePolicy | None = None) -> Image.Im
 
 
 def smart_resize(
-    height: int, width: int, factor: int, min_pixels: int, max_pixels: int
+    height: int, width: int, factor: int, min_pixels: float, max_pixels: float
 ) -> tuple[int, int]:
     """qwen-vl-utils' ``smart_resize``: both sides multiples of ``factor``, the area within
     [``min_pixels``, ``max_pixels``], the aspect ratio kept as closely as possible.

@@ -15,6 +15,9 @@ from bindkit.embed.protocol import Role
 from bindkit.errors import BindkitError
 
 IMAGE_PLACEHOLDER = "<|vision_start|><|image_pad|><|vision_end|>"
+VIDEO_PAD = "<|video_pad|>"
+#: VLM2Vec's video candidate prompt when there is no instruction (its Qwen2-VL video demos)
+VLM2VEC_VIDEO_DEFAULT = "Represent the given video."
 #: VLM2Vec's ``VLM_IMAGE_TOKENS[QWEN2_VL]``: no vision_start/end around it
 BARE_IMAGE_PLACEHOLDER = "<|image_pad|>"
 QWEN3_VL_EMBEDDING_DEFAULT = "Represent the user's input."
@@ -24,20 +27,23 @@ Message = dict[str, Any]
 
 
 def qwen3_vl_embedding_messages(
-    text: str | None, has_image: bool, instruction: str | None
+    text: str | None, has_image: bool, instruction: str | None, *, video: bool = False
 ) -> list[Message]:
     """Qwen3-VL-Embedding: the instruction is the system message; user content is images, then
     text.
 
     As the reference's ``format_instruction``: the caller's instruction is stripped, a period is
     appended unless it ends in a Unicode punctuation character (category ``P*``, so ``:``, ``)``
-    and ``…`` count), and a blank one falls back to "Represent the user's input."
+    and ``…`` count), and a blank one falls back to "Represent the user's input." A video
+    (``video=True``) comes first in the user content, as the reference orders videos, images, texts.
     """
     system = (instruction or "").strip()
     if system and not unicodedata.category(system[-1]).startswith("P"):
         system += "."
     system = system or QWEN3_VL_EMBEDDING_DEFAULT
     content: list[dict[str, str]] = []
+    if video:
+        content.append({"type": "video"})
     if has_image:
         content.append({"type": "image"})
     if text:
@@ -66,6 +72,7 @@ def vlm2vec_prompt(
     instruction: str | None,
     *,
     trailing_newline: bool = True,
+    video: bool = False,
 ) -> str:
     """VLM2Vec (Qwen2-VL backbone), MMEB eval format: no chat template, a bare ``<|image_pad|>``
     first, then the instruction and the text.
@@ -74,7 +81,13 @@ def vlm2vec_prompt(
     ``"<|image_pad|>\\nRepresent the given image.\\n"``, text query ``"{inst} {text}\\n"``,
     text candidate the raw text. With ``trailing_newline`` (the MMEB default) the pooled token
     is that final newline; without it, the last content token (VLM2Vec's demo scripts).
+
+    A video (MMEB-V2 ``process_input_text``): ``"<|video_pad|> {inst} {text}"``, no newline; a
+    video candidate without instruction ``"<|video_pad|> Represent the given video."``.
     """
+    if video:
+        words = " ".join(w for w in ((instruction or "").rstrip(), text or "") if w)
+        return f"{VIDEO_PAD} {words or VLM2VEC_VIDEO_DEFAULT}"
     parts = []
     if has_image:
         parts.append(BARE_IMAGE_PLACEHOLDER + "\n")
@@ -108,7 +121,13 @@ class Layout:
     user_prompt: str = REPRESENTATION_PROMPT
 
     def messages(
-        self, text: str | None, has_image: bool, role: Role, instruction: str | None
+        self,
+        text: str | None,
+        has_image: bool,
+        role: Role,
+        instruction: str | None,
+        *,
+        video: bool = False,
     ) -> list[Message]:
         messages: list[Message] = []
         if role in self.system:
@@ -117,10 +136,10 @@ class Layout:
             )
         content: list[dict[str, str]] = []
         user_instruction = (instruction or self.user_prompt) if role in self.user else None
-        if has_image:
+        if has_image or video:
             if user_instruction:
                 content.append({"type": "text", "text": user_instruction + "\n"})
-            content.append({"type": "image"})
+            content.append({"type": "video" if video else "image"})
             if text:
                 content.append({"type": "text", "text": text})
         else:

@@ -71,6 +71,9 @@ class TorchEmbedder(BaseEmbedder):
     def _encode_images(self, images: list[Any], role: Role, instruction: str | None) -> np.ndarray:
         return self._encode("image", images, role, instruction)
 
+    def _encode_videos(self, videos: list[Any], role: Role, instruction: str | None) -> np.ndarray:
+        return self._encode("video", videos, role, instruction)
+
 
 def normalize(vectors: Any) -> Any:
     """L2-normalise rows of a tensor (differentiable)."""

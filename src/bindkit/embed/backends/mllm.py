@@ -27,6 +27,7 @@ to the Qwen2-VL processor, whose ``convert_to_rgb`` composites RGBA on white.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -35,16 +36,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from bindkit._io import canonical_json
 from bindkit.embed import prompts
 from bindkit.embed.backends._torch import TorchEmbedder, normalize
-from bindkit.embed.images import ImagePolicy, ResizeStage
+from bindkit.embed.images import ImagePolicy, ResizeStage, smart_resize
 from bindkit.embed.protocol import Modality, Role
+from bindkit.embed.video import (
+    PreparedVideo,
+    VideoRef,
+    VideoSettings,
+    cached_prepare,
+    file_indices,
+    folder_indices,
+    frame_bounds,
+    list_frames,
+    pad_even,
+    probe_file,
+    qwen3_timestamps,
+    video_digest,
+    video_patches,
+)
 from bindkit.embed.weights import require_checkpoint, weights_identity
 from bindkit.errors import BindkitError
 
 Family = Literal["qwen3-vl-embedding", "gme", "vlm2vec", "mllm"]
 Positions = Literal["1d", "mrope"]
 IMAGE_PAD = "<|image_pad|>"
+VIDEO_PAD = prompts.VIDEO_PAD
+#: the model types whose video path this backend runs (transformers' Qwen-VL video towers)
+VIDEO_MODEL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 _SENTINEL = "\x00INPUT\x00"
 
 
@@ -110,6 +130,25 @@ FAMILY_DEFAULTS: dict[str, FamilyDefaults] = {
     "mllm": FamilyDefaults(),
 }
 
+
+#: Each family's video reference (README "Videos"); None: the reference takes no video.
+VIDEO_SETTINGS: dict[str, VideoSettings | None] = {
+    # src/models/qwen3_vl_embedding.py: FPS 1, MAX_FRAMES 64 for files (total budget left at
+    # qwen-vl-utils' default); a frame list is cut to 64 by sample_frames and gets
+    # total_pixels = 10 x 768 x 32^2
+    "qwen3-vl-embedding": VideoSettings(
+        fps=1.0, max_frames=64, folder_max_frames=64, folder_total_pixels=10 * 768 * 32 * 32
+    ),
+    # gme_inference.py embeds texts and images only (no video argument, no <|video_pad|>)
+    "gme": None,
+    # MMEB-V2 eval (experiments/public/eval/video.yaml): num_frames 8 of a folder that
+    # save_frames filled with at most 64; the processor resizes each frame (3,136..1,003,520)
+    "vlm2vec": VideoSettings(
+        num_frames=8, saved_frames=64, resize="processor", min_pixels=3136, max_pixels=1003520
+    ),
+    # qwen-vl-utils fetch_video defaults: 2 fps, 4..768 frames, 128..768 tokens a frame
+    "mllm": VideoSettings(),
+}
 
 VLM2VEC_MIN_SIDE = 28
 
@@ -269,6 +308,17 @@ class MLLMEmbedder(TorchEmbedder):
                     f"min_pixels={stage.min_pixels} exceeds max_pixels={stage.max_pixels}"
                 )
         self.image_token_id = self.tokenizer.convert_tokens_to_ids(IMAGE_PAD)
+        self.video_token_id = self.tokenizer.convert_tokens_to_ids(VIDEO_PAD)
+        self.model_type = str(getattr(self.config, "model_type", ""))
+        self.video_settings = VIDEO_SETTINGS[family]
+        if (
+            self.video_settings is not None
+            and self.image_processor is not None
+            and self.model_type in VIDEO_MODEL_TYPES
+        ):
+            self.modalities = self.modalities | {"video"}
+        self.frame_cache = self.cache is not None
+        self._norm: tuple[list[float], list[float]] | None = None
         base = self.model.get_base_model() if adapter else self.model
         self._takes_mm_types = "mm_token_type_ids" in inspect.signature(base.forward).parameters
         self._injected: str | None = None
@@ -342,19 +392,35 @@ class MLLMEmbedder(TorchEmbedder):
         }
 
     # -- prompts ----------------------------------------------------------------------------
-    def render(self, text: str | None, has_image: bool, role: Role, instruction: str | None) -> str:
-        """The full prompt string for one input, with one ``<|image_pad|>`` per image."""
+    def render(
+        self,
+        text: str | None,
+        has_image: bool,
+        role: Role,
+        instruction: str | None,
+        *,
+        video: bool = False,
+    ) -> str:
+        """The full prompt string for one input, with one ``<|image_pad|>`` per image (one
+        ``<|video_pad|>`` for a video)."""
         if self.family == "gme":
             return prompts.gme_prompt(text, has_image, role, instruction)
         if self.family == "vlm2vec":
             return prompts.vlm2vec_prompt(
-                text, has_image, role, instruction, trailing_newline=self.trailing_newline
+                text,
+                has_image,
+                role,
+                instruction,
+                trailing_newline=self.trailing_newline,
+                video=video,
             )
         if self.family == "qwen3-vl-embedding":
-            messages = prompts.qwen3_vl_embedding_messages(text, has_image, instruction)
+            messages = prompts.qwen3_vl_embedding_messages(
+                text, has_image, instruction, video=video
+            )
         else:
             assert self.layout is not None
-            messages = self.layout.messages(text, has_image, role, instruction)
+            messages = self.layout.messages(text, has_image, role, instruction, video=video)
         rendered = str(
             self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         )
@@ -381,9 +447,120 @@ class MLLMEmbedder(TorchEmbedder):
         return self._injected
 
     def prompt_key(self, modality: Modality, role: Role, instruction: str | None) -> str:
+        if modality == "video":
+            return self.render(None, False, role, instruction, video=True)
         return self.render(
             _SENTINEL if modality == "text" else None, modality == "image", role, instruction
         )
+
+    # -- videos -----------------------------------------------------------------------------
+    @property
+    def video_factor(self) -> int:
+        """What frame sides are multiples of: qwen-vl-utils' ``image_patch_size`` x 2 (its
+        fixed ``SPATIAL_MERGE_SIZE``), or patch x merge size for the processor's own resize."""
+        processor = self.image_processor
+        settings = self._video_settings()
+        merge = int(processor.merge_size) if settings.resize == "processor" else 2
+        return int(processor.patch_size) * merge
+
+    def _video_settings(self) -> VideoSettings:
+        if self.video_settings is None or "video" not in self.modalities:
+            raise BindkitError(
+                f"{self.spec}: no video path ({self.family} takes no video, or the checkpoint "
+                f"is {self.model_type or 'unknown'}, not one of {', '.join(VIDEO_MODEL_TYPES)})"
+            )
+        return self.video_settings
+
+    def video_sampling(self) -> dict[str, Any]:
+        """Everything besides the video's content that decides its frames (in its cache key)."""
+        processor = self.image_processor
+        mean, std = self._video_norm()
+        return {
+            "settings": dataclasses.asdict(self._video_settings()),
+            "factor": self.video_factor,
+            "temporal_patch_size": int(processor.temporal_patch_size),
+            "mean": mean,
+            "std": std,
+            "resample": str(getattr(processor, "resample", None)),
+        }
+
+    def video_key(self, video: VideoRef) -> str:
+        settings = canonical_json(self.video_sampling())
+        digest = hashlib.sha256((video_digest(video) + "|" + settings).encode()).hexdigest()
+        return "vid:" + digest
+
+    def _video_norm(self) -> tuple[list[float], list[float]]:
+        """The video processor's mean and std: ``video_preprocessor_config.json`` when the
+        checkpoint has one (transformers falls back to ``preprocessor_config.json``)."""
+        if self._norm is None:
+            mean = [float(v) for v in self.image_processor.image_mean]
+            std = [float(v) for v in self.image_processor.image_std]
+            path = Path(self.name) / "video_preprocessor_config.json"
+            if path.is_file():
+                try:
+                    config = json.loads(path.read_text(encoding="utf-8"))
+                except json.JSONDecodeError as exc:
+                    raise BindkitError(f"{path}: not JSON ({exc}); fix it") from exc
+                mean = [float(v) for v in config.get("image_mean", mean)]
+                std = [float(v) for v in config.get("image_std", std)]
+            self._norm = (mean, std)
+        return self._norm
+
+    def _frame_resample(self, frame: Any) -> Any:
+        """VLM2Vec: the image processor's resize of one frame (smart_resize, PIL bicubic)."""
+        from PIL import Image
+
+        settings = self._video_settings()
+        low = settings.min_pixels or 3136
+        high = settings.max_pixels or 1003520
+        height, width = smart_resize(frame.height, frame.width, self.video_factor, low, high)
+        if (width, height) == frame.size:
+            return frame
+        return frame.resize((width, height), Image.Resampling.BICUBIC)
+
+    def prepare_video(self, video: VideoRef, key: str) -> PreparedVideo:
+        """The sampled, resized frames of one video (from the frame cache when there)."""
+        return cached_prepare(
+            video,
+            self._video_settings(),
+            self.video_factor,
+            key.removeprefix("vid:"),
+            self._frame_resample,
+            enabled=self.frame_cache,
+        )
+
+    def video_tokens(self, video: VideoRef) -> int:
+        """Merged visual tokens of one video, from its header or first frame (no decoding)."""
+        settings = self._video_settings()
+        factor = self.video_factor
+        if video.path.is_dir():
+            from PIL import Image
+
+            files = list_frames(video.path)
+            count = len(folder_indices(len(files), settings))
+            if settings.resize == "qwen-vl-utils":
+                count = len(pad_even(list(range(count))))
+            with Image.open(files[0]) as first:
+                width, height = first.size
+            if settings.resize == "qwen-vl-utils":
+                wide = 2 * factor
+                height, width = smart_resize(
+                    height, width, wide, 4 * wide * wide, 16384 * wide * wide
+                )
+            total = settings.folder_total_pixels
+        else:
+            info = probe_file(video.path)
+            count = len(file_indices(info.frames, info.fps, settings))
+            height, width, total = info.height, info.width, settings.total_pixels
+        low: int = settings.min_pixels or 3136
+        high: float = settings.max_pixels or 1003520
+        if settings.resize != "processor":
+            low, high = frame_bounds(count, factor, settings, total)
+        height, width = smart_resize(height, width, factor, low, high)
+        processor = self.image_processor
+        patch, merge = int(processor.patch_size), int(processor.merge_size)
+        grid_t = -(-count // int(processor.temporal_patch_size))
+        return grid_t * (height // patch) * (width // patch) // merge**2
 
     # -- encoding ---------------------------------------------------------------------------
     def prepare_image(self, image: Any) -> Any:
@@ -408,7 +585,9 @@ class MLLMEmbedder(TorchEmbedder):
     ) -> dict[str, Any]:
         """Render each input's prompt, expand the image tokens and tokenise (one batch)."""
         extra: dict[str, Any] = {}
-        if modality == "image":
+        if modality == "video":
+            rendered, extra = self._collate_videos(inputs, role, instruction)
+        elif modality == "image":
             if self.image_processor is None:
                 raise BindkitError(f"{self.spec}: this checkpoint has no vision tower")
             rendered = [self.render(None, True, role, instruction) for _ in inputs]
@@ -444,7 +623,62 @@ class MLLMEmbedder(TorchEmbedder):
             extra["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)
         elif "pixel_values" in extra and self._takes_mm_types:
             extra["mm_token_type_ids"] = (batch["input_ids"] == self.image_token_id).long()
+        elif "pixel_values_videos" in extra and self._takes_mm_types:
+            extra["mm_token_type_ids"] = 2 * (batch["input_ids"] == self.video_token_id).long()
+        if self.positions == "1d":
+            extra.pop("second_per_grid_ts", None)
         return {"input_ids": batch["input_ids"], "attention_mask": mask, **extra}
+
+    def _collate_videos(
+        self, inputs: Sequence[Any], role: Role, instruction: str | None
+    ) -> tuple[list[str], dict[str, Any]]:
+        """Prompts with each ``<|video_pad|>`` expanded and the video tensors, as the Qwen-VL
+        processors of transformers 5.24 build them (``inputs``: (VideoRef, key) pairs or
+        :class:`~bindkit.embed.video.PreparedVideo`)."""
+        import torch
+
+        self._video_settings()
+        videos = [v if isinstance(v, PreparedVideo) else self.prepare_video(*v) for v in inputs]
+        processor = self.image_processor
+        merge = int(processor.merge_size)
+        temporal = int(processor.temporal_patch_size)
+        mean, std = self._video_norm()
+        rendered, pixels, grids = [], [], []
+        for video in videos:
+            flat, grid = video_patches(
+                video.frames,
+                patch_size=int(processor.patch_size),
+                merge_size=merge,
+                temporal_patch_size=temporal,
+                mean=mean,
+                std=std,
+            )
+            pixels.append(flat)
+            grids.append(grid)
+            prompt = self.render(None, False, role, instruction, video=True)
+            per_frame = grid[1] * grid[2] // merge**2
+            if self.model_type == "qwen3_vl":
+                # Qwen3VLProcessor.replace_video_token: a timestamp and a vision block per
+                # temporal patch, put in place of the <|video_pad|> token
+                stamps = qwen3_timestamps(video.indices, video.fps, temporal)
+                expanded = "".join(
+                    f"<{stamps[t]:.1f} seconds><|vision_start|>{VIDEO_PAD * per_frame}"
+                    "<|vision_end|>"
+                    for t in range(grid[0])
+                )
+            else:
+                expanded = VIDEO_PAD * (grid[0] * per_frame)
+            rendered.append(prompt.replace(VIDEO_PAD, expanded, 1))
+        extra: dict[str, Any] = {
+            "pixel_values_videos": torch.cat(pixels).to(self.device, self.model.dtype),
+            "video_grid_thw": torch.tensor(grids, dtype=torch.long).to(self.device),
+        }
+        if self.model_type == "qwen2_5_vl":
+            # Qwen2_5_VLProcessor: temporal_patch_size / the sampled frame rate
+            extra["second_per_grid_ts"] = torch.tensor(
+                [temporal / v.sample_fps for v in videos], device=self.device
+            )
+        return rendered, extra
 
     def forward(self, batch: dict[str, Any]) -> Any:
         out = self.model(**batch)
