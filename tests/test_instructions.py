@@ -102,6 +102,12 @@ def test_one_result_per_instruction_with_its_provenance_and_exact_reuse(
     assert "| task | data | subset | pairing | docs | plain | mean | std | min | max |" in report
     assert (out / "report_instructions.png").stat().st_size > 0
     assert "## SABER (small): MCQ accuracy" in report  # the plain run keeps its tables
+    from bindkit.results.report import write_report
+
+    write_report(out, tmp_path / "r.csv")
+    rows = [line.split(",") for line in (tmp_path / "r.csv").read_text().splitlines()]
+    mcq = {row[-1] for row in rows if row[7] == "mcq_accuracy"}
+    assert rows[0][-1] == "instruction" and mcq == {"", "plain", "docs"}
 
 
 def test_bow_ignores_instructions_and_the_cli_prints_the_spread(

@@ -339,7 +339,7 @@ def to_latex(tables: list[Table]) -> str:
 
 def to_csv(records: list[dict[str, Any]]) -> str:
     """Long format, one number per row: model, fingerprint, task, data, pairing, metric, key,
-    value (fractions, as stored)."""
+    value (fractions, as stored), and the instruction of a sweep's result ("" otherwise)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(
@@ -354,8 +354,11 @@ def to_csv(records: list[dict[str, Any]]) -> str:
             "metric",
             "key",
             "value",
+            "instruction",
         ]
     )
+    from bindkit.results.instructions import instruction_of
+
     for r in _latest(records):
         for metric, value in r["scores"].items():
             for key, number in _flatten(value):
@@ -371,6 +374,7 @@ def to_csv(records: list[dict[str, Any]]) -> str:
                         metric,
                         key,
                         number,
+                        instruction_of(r) or "",  # the sweep's instruction, if any
                     ]
                 )
     return buffer.getvalue()
