@@ -84,6 +84,12 @@ def test_hand_made_results_compare_query_by_query(tmp_path: Path) -> None:
     assert sheet.count("<th rowspan='2'>") == 2  # the two largest differences (q0, q2 first)
     assert sheet.index(">q0<") < sheet.index(">q2<")
     assert "ids only" in said[0]  # the data source is gone: ids are shown as they are
+    assert "<span>q0</span>" in sheet and "<span>x</span>" in sheet
+    (tmp_path / "a" / "missing-set" / "jpg").mkdir(parents=True)
+    (tmp_path / "a" / "missing-set" / "jpg" / "x").write_bytes(b"")  # an image named by its id
+    write_comparison(c, tmp_path / "cmp", sheet=2, warn=said.append)
+    sheet = (tmp_path / "cmp" / "contact_sheet.html").read_text()
+    assert '<img src="../a/missing-set/jpg/x"' in sheet and "<span>q0</span>" in sheet
 
 
 def test_refusals_name_the_file_and_what_to_do(tmp_path: Path) -> None:

@@ -260,13 +260,21 @@ def resolver(record: dict[str, Any], warn: Callable[[str], None] | None = None) 
     except (BindkitError, OSError) as exc:
         if warn is not None:
             warn(f"warning: {source}: cannot be read for the contact sheet ({exc}); ids only")
-    image_root = None if root is None else Path(root)
+    # an id the task does not describe: an image file under --image-root, or under the data
+    # source's folder or one of its subfolders (e.g. jpg/), by the per-query convention
+    base = None if source.startswith("builtin:") or not source else Path(source)
+    base = base.parent if base is not None and base.is_file() else base
+    roots = [Path(p) for p in (root, base) if p is not None]
 
     def resolve(item: str) -> tuple[str, str]:
         if item in table:
             return table[item]
-        if image_root is not None and (image_root / item).is_file():
-            return "image", str(image_root / item)
+        for folder in roots:
+            if (folder / item).is_file():
+                return "image", str(folder / item)
+            found = next((p for p in folder.glob(f"*/{item}") if p.is_file()), None)
+            if found is not None:
+                return "image", str(found)
         return "id", item
 
     return resolve
