@@ -387,9 +387,11 @@ def mine(
     """
     from bindkit import __version__
     from bindkit._io import atomic_write_bytes, atomic_write_text, jsonl_bytes, sha256_file
+    from bindkit.hub.read import local_path
 
     config = config or MineConfig()
     out = Path(out)
+    data = local_path(data)  # an exported split (HFDIR:train) is mined as its file
     check_output(out, Path(data))
     rows = read_pairs(data)
     check_sizes(rows, config.k)

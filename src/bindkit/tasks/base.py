@@ -317,7 +317,10 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
         data = Path(root) / meta.data_dir
     if data is None:
         return None
-    path = Path(data)
+    from bindkit.hub.read import local_path  # a `bindkit export` folder or hf:ID reads as files
+
+    path = local_path(data)
     if not path.exists():
         raise BindkitError(f"--data {path}: not found; expected {meta.data_help}{where}")
     return path
+
