@@ -307,6 +307,8 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
     """``--data`` if given, else ``$BINDKIT_DATA/<data_dir>``; None for a task that has a
     built-in set. A missing path is one line naming the expected path and the publisher."""
     where = f"; {meta.name} is published at {meta.published}" if meta.published else ""
+    if _fetchable(meta):
+        where += f"; `bindkit fetch {meta.name}` downloads it"
     if data is None and meta.data_dir is not None:
         root = os.environ.get(DATA_ENV)
         if not root:
@@ -324,3 +326,8 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
         raise BindkitError(f"--data {path}: not found; expected {meta.data_help}{where}")
     return path
 
+
+def _fetchable(meta: TaskMetadata) -> bool:
+    from bindkit.fetch.sources import SOURCES
+
+    return meta.name in SOURCES
