@@ -207,6 +207,8 @@ def test_synth_read_back_is_the_split_set_byte_for_byte(synth_run: Path, synth_h
     assert read_triplets(local_path(f"{synth_hf}:test")) == _rows(synth_run / "test.jsonl")
     with pytest.raises(BindkitError, match=r"no split 'tset'; use one of train, val, test"):
         local_path(f"{synth_hf}:tset")
+    with pytest.raises(BindkitError, match=r"holds several splits; name one, e.g. .*-hf:train"):
+        local_path(synth_hf)
 
 
 def test_triplet_eval_and_training_read_an_exported_split(
@@ -386,3 +388,21 @@ def test_a_hub_id_reads_from_the_local_cache_only(
 def test_plain_paths_pass_through_untouched(tmp_path: Path) -> None:
     assert local_path(tmp_path / "x.jsonl") == tmp_path / "x.jsonl"
     assert local_path("C:/data/x.jsonl") == Path("C:/data/x.jsonl")
+
+
+def test_mining_an_exported_split_mines_what_the_file_gives(
+    synth_run: Path, synth_hf: Path, tmp_path: Path
+) -> None:
+    from bindkit.mining.pipeline import MineConfig, mine
+    from bindkit.train.config import ClusterTrainConfig
+
+    config = MineConfig(method="hn", k=3)
+    plain = mine("bow", synth_run / "val.jsonl", tmp_path / "a.jsonl", config, log=None)
+    exported = mine("bow", f"{synth_hf}:val", tmp_path / "b.jsonl", config, log=None)
+    assert (tmp_path / "b.jsonl").read_bytes() == (tmp_path / "a.jsonl").read_bytes()
+    assert exported["provenance"]["data_sha256"] == plain["provenance"]["data_sha256"]
+    assert (
+        main(["export", "clusters", str(tmp_path / "b.jsonl"), "--out", str(tmp_path / "hf")]) == 0
+    )
+    run = ClusterTrainConfig(model="bow", out=str(tmp_path / "run"), clusters=str(tmp_path / "hf"))
+    assert Path(run.clusters).read_bytes() == (tmp_path / "b.jsonl").read_bytes()

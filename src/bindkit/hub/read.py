@@ -91,10 +91,13 @@ def local_path(value: str | Path, *, option: str = "--data") -> Path:
     built = materialize(root, record)
     kind = record["kind"]
     if kind == "synth":
-        if selector is None:
-            return built
         names = [n.removesuffix(".jsonl") for n in record["bindkit_files"]]
-        name = selector if "/" in selector else selector.removeprefix("default/")
+        if selector is None:
+            raise BindkitError(
+                f"{option} {value}: a synth export holds several splits; name one, e.g. "
+                f"{value}:train (one of {', '.join(names)})"
+            )
+        name = selector.removeprefix("default/")
         if name not in names:
             raise BindkitError(
                 f"{option} {value}: no split {selector!r}; use one of {', '.join(names)}"
