@@ -195,7 +195,7 @@ SOURCES: dict[str, Plan] = {
     "aro": Plan(
         "aro",
         license="MIT (mertyg/vision-language-models-are-bows); Visual Genome images CC BY 4.0; "
-        "Karpathy splits: BLIP (BSD-3-Clause)",
+        "Karpathy splits: as hosted for Salesforce's BLIP",
         parts=(
             Url(f"{DRIVE}1kX2iCHEv0CADL8dSO1nMdW-V0NqIAiP3", "visual_genome_relation.json"),
             Url(f"{DRIVE}13tWvOrNOLHxl3Rm9cR3geAdHx2qR3-Tw", "visual_genome_attribution.json"),
