@@ -107,6 +107,7 @@ def test_eval_on_the_export_scores_as_on_the_original(tmp_path: Path) -> None:
     (exported,) = evaluate(["bow"], data=tmp_path / "hf", out=tmp_path / "b", **kwargs)
     assert exported["scores"] == plain["scores"]
     assert exported["data"]["sha256"] == plain["data"]["sha256"]
+    assert exported["data"]["name"] == plain["data"]["name"] == "saber"
 
 
 def test_saber_shards_out_of_n_order_read_back_in_file_order(tmp_path: Path) -> None:
@@ -406,3 +407,19 @@ def test_mining_an_exported_split_mines_what_the_file_gives(
     )
     run = ClusterTrainConfig(model="bow", out=str(tmp_path / "run"), clusters=str(tmp_path / "hf"))
     assert Path(run.clusters).read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+
+
+@pytest.mark.slow
+def test_image_pairings_on_the_export_score_as_on_the_original(
+    rendered: Path, rendered_hf: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("torch")
+    from bindkit.evaluation import evaluate
+
+    kwargs: dict[str, Any] = dict(cache=False, report=False, verbose=False, pairings=["ti", "ii"])
+    plain = evaluate(["builtin:tiny-clip"], data=rendered, out=tmp_path / "a", **kwargs)
+    exported = evaluate(["builtin:tiny-clip"], data=rendered_hf, out=tmp_path / "b", **kwargs)
+    assert [r["pairing"] for r in plain] == ["ti", "ii"]
+    for a, b in zip(plain, exported, strict=True):
+        same = {k: v for k, v in a["data"].items() if k not in ("source", "key")}
+        assert b["scores"] == a["scores"] and {k: b["data"][k] for k in same} == same

@@ -120,10 +120,12 @@ def materialize(root: Path, record: dict[str, Any]) -> Path:
     from bindkit._io import sha256_bytes
 
     key = sha256_bytes((root / EXPORT_FILE).read_bytes())[:20]
-    target = cache_root() / key
+    # under the source's own name, so results name the data as they did for the original
+    name = "clusters" if record["kind"] == "clusters" else Path(record["source"]).name
+    target = cache_root() / key / (name or record["kind"])
     if (target / COMPLETE).is_file():
         return target
-    staging = target.with_name(f".{key}.{os.getpid()}.tmp")
+    staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     try:
         files = _rebuild(root, record)
