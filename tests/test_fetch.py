@@ -112,6 +112,9 @@ def test_a_cut_off_download_resumes_with_a_range_request(server: str, tmp_path: 
     assert Handler.requests == [("big.bin", None), ("big.bin", "bytes=300000-")]
     download(f"{server}/big.bin", dest, sha256=sha(data))  # complete: no request
     assert len(Handler.requests) == 2
+    dest.write_bytes(b"something else")
+    with pytest.raises(BindkitError, match=r"big.bin: not the file published at .*remove it"):
+        download(f"{server}/big.bin", dest, sha256=sha(data))
 
 
 def test_a_whole_part_left_behind_is_checked_and_kept(server: str, tmp_path: Path) -> None:

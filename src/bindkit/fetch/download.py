@@ -48,8 +48,13 @@ def download(url: str, dest: Path, *, sha256: str | None = None, progress: bool 
     from bindkit._io import make_dirs
     from bindkit._progress import progress as reporter
 
-    if dest.is_file():
-        return dest  # renamed into place only once complete and checked
+    if dest.is_file():  # renamed into place only once complete and checked, or put there
+        if sha256 is not None and _sha256_file(dest) != sha256:
+            raise BindkitError(
+                f"{dest}: not the file published at {url} (sha256 differs from the pinned "
+                f"{sha256}); remove it to download it again"
+            )
+        return dest
     make_dirs(dest.parent)
     part = dest.with_name(dest.name + ".part")
     offset = part.stat().st_size if part.is_file() else 0

@@ -391,7 +391,8 @@ def mine(
 
     config = config or MineConfig()
     out = Path(out)
-    data = local_path(data)  # an exported split (HFDIR:train) is mined as its file
+    if (local := local_path(data)) != Path(data):  # an exported split (HFDIR:train)
+        data = local
     check_output(out, Path(data))
     rows = read_pairs(data)
     check_sizes(rows, config.k)

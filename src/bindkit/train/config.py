@@ -219,8 +219,10 @@ class BaseTrainConfig:
         for name in self.DATA_FIELDS:
             value = getattr(self, name)
             if value is not None:  # an exported split (HFDIR:train, hf:ID:val) trains as its file
-                value = str(local_path(value, option=f"--{_flag(name)}"))
-                setattr(self, name, value)
+                local = local_path(value, option=f"--{_flag(name)}")
+                if local != Path(value):
+                    value = str(local)
+                    setattr(self, name, value)
             if value is not None and not Path(value).is_file():
                 raise BindkitError(f"--{_flag(name)} {value}: file not found")
 
