@@ -299,16 +299,18 @@ def test_export_is_atomic_and_never_replaces_without_overwrite(
     data = tmp_path / "saber"
     generate_saber(data, seed=1, per_n=2, n_max=3)
     out = tmp_path / "hf"
-    calls = []
-    real = datasets.Dataset.to_parquet
+    import bindkit.hub.export as module
 
-    def flaky(self: Any, path: str, *args: Any, **kwargs: Any) -> Any:
+    calls = []
+    real = module.write_parquet
+
+    def flaky(rows: Any, features: Any, path: Path) -> int:
         calls.append(path)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
-        return real(self, path, *args, **kwargs)
+        return real(rows, features, path)
 
-    monkeypatch.setattr(datasets.Dataset, "to_parquet", flaky)
+    monkeypatch.setattr(module, "write_parquet", flaky)
     assert main(["export", "saber", str(data), "--out", str(out)]) == 2
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["saber"]
     monkeypatch.undo()
@@ -423,3 +425,38 @@ def test_image_pairings_on_the_export_score_as_on_the_original(
     for a, b in zip(plain, exported, strict=True):
         same = {k: v for k, v in a["data"].items() if k not in ("source", "key")}
         assert b["scores"] == a["scores"] and {k: b["data"][k] for k in same} == same
+
+
+def test_shards_are_written_batch_by_batch_and_read_back_whole(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from bindkit.hub.export import write_parquet
+    from bindkit.hub.read import read_shard
+    from bindkit.hub.schema import encode_triplets, triplet_features
+
+    rows = [
+        {"query": f"q{i}", "positive": "p", "negative": "n", "type": "pair_swap",
+         "negative_kind": "object"}
+        for i in range(7)
+    ]  # fmt: skip
+    features = triplet_features(rows)
+    path = tmp_path / "x.parquet"
+    assert write_parquet(iter(encode_triplets(rows, features, "x")), features, path, batch=3) == 7
+    assert pq.ParquetFile(path).metadata.num_row_groups == 3
+    back, found = read_shard(tmp_path, "x.parquet")
+    assert found == features and back == encode_triplets(rows, features, "x")
+    assert load(tmp_path, tmp_path, data_files=str(path), split="train").features == features
+
+
+def test_a_missing_image_stops_the_export_before_anything_is_written(
+    rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "saber"
+    shutil.copytree(rendered, copy)
+    item = read_saber(copy).mcqs[-1].candidates[-1]
+    assert item.image is not None
+    (copy / item.image).unlink()
+    assert main(["export", "saber", str(copy), "--out", str(tmp_path / "hf")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"image of {item.id} not found; render it again")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["saber"]

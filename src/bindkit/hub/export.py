@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,12 +37,22 @@ CARD = "README.md"
 
 @dataclass
 class Shard:
-    """One parquet file: its config, split, rows and features."""
+    """One parquet file: its config, split, rows (a list, or a callable yielding them, so
+    image bytes are read batch by batch while the file is written) and features."""
 
     config: str
     split: str
-    rows: list[dict[str, Any]]
+    rows: list[dict[str, Any]] | Callable[[], Iterator[dict[str, Any]]]
     features: Any
+    count: int = -1  # the number of rows (-1: len(rows))
+
+    def __post_init__(self) -> None:
+        if self.count < 0:
+            assert isinstance(self.rows, list), "give count with a row callable"
+            self.count = len(self.rows)
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]:
+        return iter(self.rows) if isinstance(self.rows, list) else self.rows()
 
     @property
     def path(self) -> str:
@@ -101,17 +111,21 @@ def saber_export(directory: str | Path) -> Export:
 
     def image(item: Item) -> bytes | None:
         file = saber.image_path(item)
-        if file is None:
-            return None
-        if not file.is_file():
-            raise DataFormatError(f"{file}: image of {item.id} not found; render it again")
-        return file.read_bytes()
+        return None if file is None else file.read_bytes()
 
     features = saber_features()
     ns = sorted({m.n for m in saber.mcqs})
+    for mcq in saber.mcqs:  # every image file exists before anything is written
+        for item in mcq.items:
+            file = saber.image_path(item)
+            if file is not None and not file.is_file():
+                raise DataFormatError(f"{file}: image of {item.id} not found; render it again")
+
+    def rows(n: int) -> Callable[[], Iterator[dict[str, Any]]]:
+        return lambda: (mcq_row(m, image) for m in saber.mcqs if m.n == n)
+
     shards = [
-        Shard(f"n{n}", "test", [mcq_row(m, image) for m in saber.mcqs if m.n == n], features)
-        for n in ns
+        Shard(f"n{n}", "test", rows(n), features, sum(m.n == n for m in saber.mcqs)) for n in ns
     ]
     configs = {"default": {"test": [s.path for s in shards]}}
     configs |= {s.config: {"test": [s.path]} for s in shards}
@@ -306,7 +320,7 @@ def card_text(export: Export, license: str, command: str) -> str:
         }
         for name, splits in export.configs.items()
     ]
-    rows = sum(len(s.rows) for s in export.shards if s.path in _files(export, default))
+    rows = sum(s.count for s in export.shards if s.path in _files(export, default))
     data = DatasetCardData(
         license=license,
         pretty_name=export.pretty_name,
@@ -342,8 +356,6 @@ def write_export(
 ) -> dict[str, Any]:
     """Write ``export`` to ``out`` (staged beside it, renamed into place) and return the record
     stored as ``out/bindkit.json``."""
-    import datasets
-
     from bindkit import __version__
     from bindkit._io import check_can_create, check_not_input, sha256_file
 
@@ -357,8 +369,7 @@ def write_export(
         for shard in export.shards:
             target = staging / shard.path
             target.parent.mkdir(parents=True, exist_ok=True)
-            table = datasets.Dataset.from_list(shard.rows, features=shard.features)
-            table.to_parquet(str(target))
+            write_parquet(shard.iter_rows(), shard.features, target)
         for name, data in export.sidecars.items():
             (staging / SIDECARS).mkdir(parents=True, exist_ok=True)
             (staging / SIDECARS / name).write_bytes(data)
@@ -376,7 +387,7 @@ def write_export(
             "command": command,
             "license": license,
             "configs": export.configs,
-            "rows": {s.path: len(s.rows) for s in export.shards},
+            "rows": {s.path: s.count for s in export.shards},
             "files": files,
             **export.extra,
         }
@@ -387,6 +398,34 @@ def write_export(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return record
+
+
+def write_parquet(
+    rows: Iterator[dict[str, Any]], features: Any, path: Path, batch: int = 64
+) -> int:
+    """Write rows as one parquet file in row groups of ``batch`` (encoded by ``datasets``, so
+    the schema carries the features ``load_dataset`` restores); returns the row count."""
+    import itertools
+
+    import datasets
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    writer = None
+    count = 0
+    try:
+        while chunk := list(itertools.islice(rows, batch)):
+            table = datasets.Dataset.from_list(chunk, features=features).data.table
+            if writer is None:
+                writer = pq.ParquetWriter(str(path), table.schema)
+            writer.write_table(table)
+            count += len(chunk)
+        if writer is None:  # no rows: the schema alone
+            table = datasets.Dataset.from_list([], features=features).data.table
+            pq.write_table(table, str(path))
+    finally:
+        if writer is not None:
+            writer.close()
+    return count
 
 
 def _check_out(out: Path, overwrite: bool) -> None:
