@@ -460,3 +460,14 @@ def test_a_missing_image_stops_the_export_before_anything_is_written(
     err = capsys.readouterr().err.strip()
     assert err.endswith(f"image of {item.id} not found; render it again")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["saber"]
+
+
+def test_reading_an_export_without_datasets_installed_says_what_to_install(
+    rendered_hf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setenv("BINDKIT_CACHE_DIR", str(tmp_path / "fresh"))  # nothing rebuilt yet
+    monkeypatch.setitem(sys.modules, "datasets", None)  # import datasets -> ImportError
+    with pytest.raises(BindkitError, match=r"need `datasets`: pip install 'bindkit\[hf\]'"):
+        local_path(rendered_hf)
