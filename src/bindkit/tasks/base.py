@@ -333,6 +333,8 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
     """``--data`` if given, else ``$BINDKIT_DATA/<data_dir>``; None for a task that has a
     built-in set. A missing path is one line naming the expected path and the publisher."""
     where = f"; {meta.name} is published at {meta.published}" if meta.published else ""
+    if _fetchable(meta):
+        where += f"; `bindkit fetch {meta.name}` downloads it"
     if data is None and meta.data_dir is not None:
         root = os.environ.get(DATA_ENV)
         if not root:
@@ -343,7 +345,15 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
         data = Path(root) / meta.data_dir
     if data is None:
         return None
-    path = Path(data)
+    from bindkit.hub.read import local_path  # a `bindkit export` folder or hf:ID reads as files
+
+    path = local_path(data)
     if not path.exists():
         raise BindkitError(f"--data {path}: not found; expected {meta.data_help}{where}")
     return path
+
+
+def _fetchable(meta: TaskMetadata) -> bool:
+    from bindkit.fetch.sources import SOURCES
+
+    return meta.name in SOURCES
