@@ -117,6 +117,16 @@ BACKENDS: dict[str, Backend] = {
             fixed={"family": "vlm2vec"},
         ),
         Backend(
+            "mteb",
+            "bindkit.embed.backends.mteb:MtebEmbedder",
+            "a model of mteb's registry (mteb.get_model) with its prompts; +task=MTEB_TASK picks "
+            "task prompts, weights from the local hub cache",
+            "mteb:intfloat/e5-small-v2",
+            "text, image (per model)",
+            ("torch", "mteb"),
+            "mteb",
+        ),
+        Backend(
             "mllm",
             _MLLM,
             "any Qwen-VL chat model as an embedder; +layout=none|user|system|hierarchical",
