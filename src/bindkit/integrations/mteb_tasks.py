@@ -60,6 +60,11 @@ def task_name(kind: str, pairing: str = "tt", data_name: str | None = None) -> s
     return f"{kind}{suffix}" + (f"-{data_name}" if data_name else "")
 
 
+def model_name(spec: str) -> str:
+    """mteb's name for a bindkit model: ``bindkit/<spec>`` (its revision: the fingerprint)."""
+    return f"bindkit/{spec}"
+
+
 def _license(value: str) -> str:
     if value == "this package":
         return "mit"  # bindkit's own licence
@@ -348,16 +353,16 @@ def register_defaults() -> list[str]:
 class MtebEncoder(AbsEncoder):  # type: ignore[misc]
     """A bindkit :class:`~bindkit.embed.protocol.Embedder` as an mteb encoder: texts and images
     in mteb's batches, ``role`` from mteb's prompt type, the task's prompt as the instruction
-    (None when the task has none: the model's own default). Named ``bindkit/<spec>`` with the
-    embedder's fingerprint as the revision."""
+    (None when the task has none: the model's own default). Named ``bindkit/<spec>`` (or
+    ``name``) with the embedder's fingerprint as the revision."""
 
     def __init__(self, embedder: Embedder, *, name: str | None = None) -> None:
         self.model = embedder
-        spec = name or str(embedder.describe().get("spec") or type(embedder).__name__)
+        spec = str(getattr(embedder, "spec", None) or type(embedder).__name__)
         modalities = sorted(m for m in embedder.modalities if m in ("text", "image"))
         self.mteb_model_meta = ModelMeta.create_empty(
             {
-                "name": spec if "/" in spec else f"bindkit/{spec}",
+                "name": name or model_name(spec),
                 "revision": embedder.fingerprint,
                 "modalities": modalities,
                 "similarity_fn_name": ScoringFunction.COSINE,
