@@ -137,3 +137,40 @@ def test_nested_relevance_is_bindkits(small_saber: Path) -> None:
     relevant = [[row[d] for d in relevance[mcqs[i].query.id]] for i in nested]
     ap = average_precision(q[nested], g, relevant)
     assert float(ap.mean()) == pytest.approx(score_saber(mcqs, q, g)["scores"]["map_nested"])
+
+
+@pytest.mark.slow
+def test_image_pairings_in_mteb_equal_bindkit(tmp_path: Path) -> None:
+    """i2t and t2i on a rendered shapes set with builtin:tiny-clip: mteb reads the images from
+    the files (the datasets Image feature) and scores them as bindkit does."""
+    from bindkit.saber.build import generate_saber
+    from bindkit.saber.render.procedural import ProceduralBackend
+    from bindkit.saber.render.run import render_saber
+
+    data = tmp_path / "shapes"
+    generate_saber(data, seed=7, per_n=2, n_min=2, n_max=3, vocab="shapes")
+    render_saber(data, ProceduralBackend(), progress=False)
+    clip = load_embedder("builtin:tiny-clip", cache=False)
+    records = evaluate(
+        [clip],
+        task="saber",
+        data=data,
+        pairings="it,ti",
+        out=tmp_path / "r",
+        cache=False,
+        report=False,
+        verbose=False,
+    )
+    tasks = mteb_tasks.saber_tasks(data, pairings=("it", "ti"))
+    assert [t.metadata.category for t in tasks] == ["i2t", "i2t", "t2i", "t2i"]
+    got = _scores(
+        mteb.evaluate(mteb_tasks.MtebEncoder(clip), tasks, cache=None, show_progress_bar=False)
+    )
+    for record in records:
+        suffix = mteb_tasks.CATEGORY[record["pairing"]].upper()
+        ours = record["scores"]
+        mcq = got[(f"SABERMCQ{suffix}-shapes", "default")]["main_score"]
+        assert mcq == pytest.approx(ours["mcq_accuracy"], abs=1e-6)
+        for subset, key in (("independent", "map_independent"), ("nested", "map_nested")):
+            value = got[(f"SABERRetrieval{suffix}-shapes", subset)]["main_score"]
+            assert value == pytest.approx(ours[key], abs=1e-5), (record["pairing"], subset)
