@@ -17,9 +17,11 @@ Task types (mteb 2.26's names):
   relevant item, pytrec_eval by document id.
 - triplets → ``Reranking`` of two documents per query (positive, negative); main score
   ``triplet_accuracy`` = bindkit's (a tie counts wrong); mteb's ``accuracy`` breaks ties by id.
-  (mteb's ``PairClassification`` thresholds one pair at a time, not a ranking of two, and
-  ``Compositionality`` is for image–caption groups: mteb already ships SugarCrepe, Winoground
-  and ARO that way, so those stay mteb's own.)
+  (mteb's ``PairClassification`` thresholds one pair at a time, not a ranking of two.)
+
+The other benchmarks: mteb already ships SugarCrepe, Winoground and ARO (``Compositionality``),
+ROxford/RParis (``Any2AnyRetrieval``) and SICK-R (``STS``), so those stay mteb's own; ColorSwap
+and BiVLC would fit ``Compositionality`` (Winoground-style groups) but are not bridged yet.
 
 Registration: mteb 2.x has no plug-in hook for tasks; ``mteb.get_task(name)`` reads the module
 mapping ``mteb.get_tasks._TASKS_REGISTRY``. :func:`register` adds task classes to it (and
