@@ -96,3 +96,8 @@ def test_unknown_id_is_a_one_line_hint(tmp_path: Path) -> None:
     assert "st:nobody/nothing" in message and "mllm:nobody/nothing" in message
     with pytest.raises(BindkitError, match="open_clip backend takes ARCH/PRETRAINED"):
         load_embedder("hf-hub:timm/ViT-B-16-SigLIP", cache=False)
+
+
+def test_a_missing_nested_path_keeps_the_backend_hint() -> None:
+    with pytest.raises(BindkitError, match="write st:no/such/model"):
+        load_embedder("no/such/model", cache=False)

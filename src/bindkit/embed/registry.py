@@ -272,6 +272,8 @@ def load_embedder(
         names = sorted({*BACKENDS, *_plugins()})
         close = difflib.get_close_matches(parsed.name, names, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
+        if "/" in parsed.name:  # a path or id that is not there, e.g. with a revision
+            hint = f"; a model id needs its backend: write st:{spec} (sentence-transformers)"
         raise BindkitError(
             f"unknown model backend {parsed.name!r} in {spec!r}{hint} "
             f"(available: {', '.join(names)}; see `bindkit models`)"
