@@ -90,3 +90,12 @@ def test_instruction_becomes_the_task_prompt(cache: Path) -> None:
 def test_unknown_mteb_model_is_one_line() -> None:
     with pytest.raises(BindkitError, match=r"mteb:nobody/none: .*not found.*st:nobody/none"):
         load_embedder("mteb:nobody/none", cache=False)
+
+
+def test_task_option_uses_that_tasks_metadata(cache: Path) -> None:
+    model = load_embedder(f"mteb:{MINILM[0]}+cache_folder={cache}+task=STS12", cache=False)
+    meta = model._metadata("text", "query", None)  # type: ignore[attr-defined]
+    assert meta.name == "STS12" and meta.type == "STS"
+    assert model.describe()["task"] == "STS12"
+    with pytest.raises(BindkitError, match=r"mteb \+task=STS99: .*not found"):
+        load_embedder(f"mteb:{MINILM[0]}+cache_folder={cache}+task=STS99", cache=False)
