@@ -174,3 +174,55 @@ def test_image_pairings_in_mteb_equal_bindkit(tmp_path: Path) -> None:
         for subset, key in (("independent", "map_independent"), ("nested", "map_nested")):
             value = got[(f"SABERRetrieval{suffix}-shapes", subset)]["main_score"]
             assert value == pytest.approx(ours[key], abs=1e-5), (record["pairing"], subset)
+
+
+def test_colorswap_as_mteb_compositionality(tmp_path: Path) -> None:
+    """Strict text/image/group scores = bindkit's; mteb's argmax scores give a tie to the first
+    index: item 2's first image is as close to both captions, which mteb counts right."""
+    pytest.importorskip("pyarrow")
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    from _fakes import TableEmbedder
+
+    def png(rgb: tuple[int, int, int]) -> dict[str, object]:
+        buffer = io.BytesIO()
+        Image.new("RGB", (4, 4), rgb).save(buffer, format="PNG")
+        return {"bytes": buffer.getvalue(), "path": None}
+
+    rows = [
+        {"id": 0, "image_1": png((255, 0, 0)), "image_2": png((0, 0, 255)),
+         "caption_1": "a red cup and a blue hat", "caption_2": "a blue cup and a red hat"},
+        {"id": 1, "image_1": png((0, 255, 0)), "image_2": png((9, 9, 9)),
+         "caption_1": "green", "caption_2": "grey"},
+        {"id": 2, "image_1": png((1, 1, 1)), "image_2": png((2, 2, 2)),
+         "caption_1": "c0", "caption_2": "c1"},
+    ]  # fmt: skip
+    data = tmp_path / "colorswap" / "data" / "test-00000-of-00001.parquet"
+    data.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), data)
+    e = np.eye(4, dtype=np.float32)
+    model = TableEmbedder(
+        {
+            "rgb255-0-0": e[0], "rgb0-0-255": e[1], "a red cup and a blue hat": e[0],
+            "a blue cup and a red hat": e[1], "rgb0-255-0": e[2], "rgb9-9-9": e[2],
+            "green": e[2], "grey": e[3], "rgb1-1-1": e[0] + e[1], "rgb2-2-2": e[1],
+            "c0": e[0], "c1": e[1],
+        }
+    )  # fmt: skip
+    ours = _bindkit(model, "colorswap", tmp_path / "colorswap", tmp_path / "r")
+    task = mteb_tasks.pair_task("colorswap", tmp_path / "colorswap")
+    assert task.metadata.name == "BindkitColorSwap" and task.metadata.type == "Compositionality"
+    encoder = mteb_tasks.MtebEncoder(model)  # type: ignore[arg-type]
+    row = _scores(mteb.evaluate(encoder, [task], cache=None, show_progress_bar=False))[
+        ("BindkitColorSwap", "default")
+    ]
+    assert row["main_score"] == ours["group_score"] == pytest.approx(1 / 3)
+    assert (row["text_score"], row["image_score"]) == (ours["text_score"], ours["image_score"])
+    assert ours["text_score"] == pytest.approx(1 / 3)
+    assert ours["image_score"] == pytest.approx(2 / 3)
+    # mteb's own: item 2's tie counts for the first caption, so its text side and group are right
+    assert row["text_acc"] == row["accuracy"] == pytest.approx(2 / 3)

@@ -19,9 +19,15 @@ Task types (mteb 2.26's names):
   ``triplet_accuracy`` = bindkit's (a tie counts wrong); mteb's ``accuracy`` breaks ties by id.
   (mteb's ``PairClassification`` thresholds one pair at a time, not a ranking of two.)
 
+- ColorSwap and BiVLC (two captions, two images per item) → ``Compositionality``
+  (:class:`~mteb.abstasks.AbsTaskImageTextPairClassification`), task names ``BindkitColorSwap``
+  / ``BindkitBiVLC``. Main score ``group_score`` = bindkit's (Winoground's text, image and group
+  scores with strict comparisons, images as queries and captions as documents); mteb's own
+  ``accuracy`` / ``text_acc`` / ``image_acc`` use ``argmax``, which gives a tie to the first
+  index, so a tie counts right for the first image or caption.
+
 The other benchmarks: mteb already ships SugarCrepe, Winoground and ARO (``Compositionality``),
-ROxford/RParis (``Any2AnyRetrieval``) and SICK-R (``STS``), so those stay mteb's own; ColorSwap
-and BiVLC would fit ``Compositionality`` (Winoground-style groups) but are not bridged yet.
+ROxford/RParis (``Any2AnyRetrieval``) and SICK-R (``STS``), so those stay mteb's own.
 
 Registration: mteb 2.x has no plug-in hook for tasks; ``mteb.get_task(name)`` reads the module
 mapping ``mteb.get_tasks._TASKS_REGISTRY``. :func:`register` adds task classes to it (and
@@ -40,6 +46,9 @@ import numpy as np
 from datasets import Dataset as HFDataset
 from datasets import Image as HFImage
 from mteb.abstasks import AbsTaskRetrieval
+from mteb.abstasks.image.image_text_pair_classification import (
+    AbsTaskImageTextPairClassification,
+)
 from mteb.abstasks.task_metadata import TaskMetadata as MtebTaskMetadata
 from mteb.models.abs_encoder import AbsEncoder
 from mteb.models.model_meta import ModelMeta, ScoringFunction
@@ -267,6 +276,84 @@ class _Triplets(_BindkitRetrieval):
         return {"triplet_accuracy": float(np.mean(wins))}
 
 
+class _Pairs(AbsTaskImageTextPairClassification):  # type: ignore[misc]
+    """Winoground-style items: columns image_0, image_1, caption_0, caption_1."""
+
+    images_column_names = ("image_0", "image_1")
+    texts_column_names = ("caption_0", "caption_1")
+    _dataset: Dataset
+    _subset: str
+    data_loaded: bool
+
+    def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+        if self.data_loaded:
+            return
+        from bindkit.tasks._parquet_pairs import images_of
+
+        items = self._dataset.payload[self._subset]
+        where = f"{self._dataset.source} ({self._subset})"
+        columns = {
+            "image_0": images_of(items, 0, where),
+            "image_1": images_of(items, 1, where),
+            "caption_0": [x.caption_0 for x in items],
+            "caption_1": [x.caption_1 for x in items],
+        }
+        table = HFDataset.from_dict(columns)
+        self.dataset = {"default": {SPLIT: table.cast_column("image_0", HFImage())}}
+        self.dataset["default"][SPLIT] = self.dataset["default"][SPLIT].cast_column(
+            "image_1", HFImage()
+        )
+        self.data_loaded = True
+
+    def _compute_metrics(
+        self, scores: list[Any], num_images_per_sample: int, num_texts_per_sample: int
+    ) -> dict[str, float]:
+        counts = (num_images_per_sample, num_texts_per_sample)
+        metrics = dict(super()._compute_metrics(scores, *counts))
+        return metrics | winoground_scores([np.asarray(s, dtype=np.float64) for s in scores])
+
+
+def winoground_scores(scores: Sequence[np.ndarray]) -> dict[str, float]:
+    """bindkit's strict text / image / group scores from mteb's per-item (image x caption)
+    similarity matrices: s(c_j, i_k) = ``m[k, j]``."""
+    text = [m[0, 0] > m[0, 1] and m[1, 1] > m[1, 0] for m in scores]
+    image = [m[0, 0] > m[1, 0] and m[1, 1] > m[0, 1] for m in scores]
+    group = [t and i for t, i in zip(text, image, strict=True)]
+    return {
+        "text_score": float(np.mean(text)),
+        "image_score": float(np.mean(image)),
+        "group_score": float(np.mean(group)),
+    }
+
+
+PAIR_TASKS = {"colorswap": "BindkitColorSwap", "bivlc": "BindkitBiVLC"}
+
+
+def pair_task(task: str, data: str | Path, *, subset: str = "test") -> Any:
+    """ColorSwap or BiVLC (bindkit's readers of the Hub's parquet files) as an mteb
+    ``Compositionality`` task on one split (default: the scored test split)."""
+    if task not in PAIR_TASKS:
+        raise BindkitError(f"mteb pair tasks: {task!r}; use one of {', '.join(PAIR_TASKS)}")
+    bindkit_task = get_task(task)
+    dataset = bindkit_task.load(Path(data))
+    if subset not in dataset.subsets:
+        raise BindkitError(
+            f"mteb {task}: {dataset.source} has no split {subset!r} ({', '.join(dataset.subsets)})"
+        )
+    name = PAIR_TASKS[task] + ("" if subset == "test" else f"-{subset}")
+    meta = _metadata(
+        bindkit_task.metadata,
+        dataset,
+        name=name,
+        kind="Compositionality",
+        pairing="it",
+        main_score="group_score",
+    )
+    attrs = {"metadata": meta, "_dataset": dataset, "_subset": subset}
+    cls: type[_Pairs] = type(name, (_Pairs,), attrs)
+    return cls()
+
+
 def _make(
     base: type[_BindkitRetrieval], metadata: MtebTaskMetadata, dataset: Dataset, pairing: str
 ) -> AbsTaskRetrieval:
@@ -385,15 +472,26 @@ class MtebEncoder(AbsEncoder):  # type: ignore[misc]
         from mteb.types import PromptType
 
         role: Role = "query" if prompt_type in (None, PromptType.query) else "document"
+        # mteb's Compositionality evaluator passes no prompt type: images are the queries and
+        # captions the documents there, as bindkit's pair tasks embed them
+        pairs = task_metadata.type == "Compositionality"
         prompt = task_metadata.prompt
-        instruction = prompt.get(role) if isinstance(prompt, dict) else prompt
+
+        def instruction(side: Role) -> str | None:
+            return prompt.get(side) if isinstance(prompt, dict) else prompt
+
         parts = []
         for batch in inputs:
             images = batch.get("image")
             if images is not None and len(images):
                 refs = list(images)
-                parts.append(self.model.embed_images(refs, role=role, instruction=instruction))
+                parts.append(
+                    self.model.embed_images(refs, role=role, instruction=instruction(role))
+                )
             else:
                 texts = list(batch["text"])
-                parts.append(self.model.embed_texts(texts, role=role, instruction=instruction))
+                side: Role = "document" if pairs else role
+                parts.append(
+                    self.model.embed_texts(texts, role=side, instruction=instruction(side))
+                )
         return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
