@@ -1,12 +1,22 @@
 from __future__ import annotations
 
+import os
+
+# huggingface_hub reads HF_HUB_OFFLINE once, when it is imported (during collection, before any
+# fixture runs): set it first, so no test can reach the network
+os.environ["HF_HUB_OFFLINE"] = "1"
+
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bindkit.saber.build import generate_saber
-from bindkit.saber.vocab import Vocabulary, builtin_vocabulary_dir, load_vocabulary
+from bindkit.saber.vocab import (
+    Vocabulary,
+    builtin_vocabulary_dir,
+    load_vocabulary,
+)
 
 
 @pytest.fixture(autouse=True, scope="session")

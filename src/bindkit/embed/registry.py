@@ -117,6 +117,16 @@ BACKENDS: dict[str, Backend] = {
             fixed={"family": "vlm2vec"},
         ),
         Backend(
+            "mteb",
+            "bindkit.embed.backends.mteb:MtebEmbedder",
+            "a model of mteb's registry (mteb.get_model) with its prompts; +task=MTEB_TASK picks "
+            "task prompts, weights from the local hub cache",
+            "mteb:intfloat/e5-small-v2",
+            "text, image (per model)",
+            ("torch", "mteb"),
+            "mteb",
+        ),
+        Backend(
             "mllm",
             _MLLM,
             "any Qwen-VL chat model as an embedder; +layout=none|user|system|hierarchical",
@@ -252,10 +262,17 @@ def load_embedder(
         plugin = _plugins().get(parsed.name)
         if plugin is not None:
             return plugin.load()(parsed.arg, **merged)  # type: ignore[no-any-return]
+        bare = bare_model_id(parsed)
+        if bare is not None:  # a model id or folder without a backend prefix
+            resolved = resolve_model_id(bare)
+            rest = spec[len(spec.split("+")[0]) :]
+            return load_embedder(
+                resolved + rest, batch_size=batch_size, cache=cache, progress=progress, **options
+            )
         names = sorted({*BACKENDS, *_plugins()})
         close = difflib.get_close_matches(parsed.name, names, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        if "/" in parsed.name:  # a bare hub id such as sentence-transformers/all-MiniLM-L6-v2
+        if "/" in parsed.name:  # a path or id that is not there, e.g. with a revision
             hint = f"; a model id needs its backend: write st:{spec} (sentence-transformers)"
         raise BindkitError(
             f"unknown model backend {parsed.name!r} in {spec!r}{hint} "
@@ -286,3 +303,96 @@ def load_embedder(
     merged.update(backend.fixed)
     embedder: BaseEmbedder = factory(parsed.arg, **merged) if parsed.arg else factory(**merged)
     return embedder
+
+
+# -- bare model ids ------------------------------------------------------------------------
+# (name pattern in the folder or repo name, the config's model_type, the backend) of the MLLM
+# embedders bindkit knows; another Qwen-VL checkpoint gets a hint, not a guess
+KNOWN_MLLM = (
+    ("gme-qwen2-vl", ("qwen2_vl",), "gme"),
+    ("vlm2vec", ("qwen2_vl", "qwen2_5_vl"), "vlm2vec"),
+    ("qwen3-vl-embedding", ("qwen3_vl",), "qwen3-vl-embedding"),
+)
+QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+_LOOKED_AT = ("modules.json", "config_sentence_transformers.json", "config.json")
+
+
+def bare_model_id(parsed: Spec) -> str | None:
+    """The model id or folder a spec without a known backend prefix names, or None."""
+    if parsed.name == "hf-hub" and parsed.arg:
+        return f"hf-hub:{parsed.arg}"
+    if parsed.arg is not None:
+        return None
+    name = parsed.name
+    if Path(name).expanduser().is_dir() or (name.count("/") == 1 and not name.startswith("/")):
+        return name
+    return None
+
+
+def _local_files(model_id: str, cache_dir: str | Path | None) -> dict[str, Path]:
+    """The files of ``_LOOKED_AT`` a local folder or the local Hugging Face cache holds for
+    ``model_id``; nothing is asked of the network."""
+    folder = Path(model_id).expanduser()
+    if folder.is_dir():
+        return {f: folder / f for f in _LOOKED_AT if (folder / f).is_file()}
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return {}
+    found = {}
+    for filename in _LOOKED_AT:
+        hit = try_to_load_from_cache(model_id, filename, cache_dir=cache_dir)
+        if isinstance(hit, str):
+            found[filename] = Path(hit)
+    return found
+
+
+def resolve_model_id(model_id: str, *, cache_dir: str | Path | None = None) -> str:
+    """The full spec for a bare model id or folder, decided from local files only: a
+    sentence-transformers model (``modules.json`` / ``config_sentence_transformers.json``) →
+    ``st:ID``; a known MLLM embedder (its name and its config's ``model_type``) → ``gme:``,
+    ``vlm2vec:`` or ``qwen3-vl-embedding:``. Anything else is a one-line hint naming the spec.
+
+    Args:
+        model_id: A Hugging Face id (``org/name``), a local folder, or ``hf-hub:org/name``.
+        cache_dir: The hub cache to look in (default: huggingface_hub's, ``HF_HUB_CACHE``).
+    """
+    import json
+
+    if model_id.startswith("hf-hub:"):
+        raise BindkitError(
+            f"model {model_id!r}: an open_clip hub model needs its backend, and the open_clip "
+            "backend takes ARCH/PRETRAINED: write e.g. open_clip:ViT-B-32/openai"
+        )
+    files = _local_files(model_id, cache_dir)
+    if "modules.json" in files or "config_sentence_transformers.json" in files:
+        return f"st:{model_id}"
+    where = "a local folder" if Path(model_id).expanduser().is_dir() else "the local hub cache"
+    if "config.json" in files:
+        try:
+            model_type = json.loads(files["config.json"].read_text(encoding="utf-8")).get(
+                "model_type"
+            )
+        except (OSError, ValueError, AttributeError):
+            model_type = None
+        name = Path(model_id.rstrip("/")).name.lower()
+        for pattern, types, backend in KNOWN_MLLM:
+            if pattern in name and model_type in types:
+                return f"{backend}:{model_id}"
+        if model_type in QWEN_VL_TYPES:
+            raise BindkitError(
+                f"model {model_id!r}: a {model_type} checkpoint in {where} that is not a known "
+                f"embedder; write gme:{model_id}, vlm2vec:{model_id}, "
+                f"qwen3-vl-embedding:{model_id} or mllm:{model_id} (any Qwen-VL model)"
+            )
+        raise BindkitError(
+            f"model {model_id!r}: a {model_type or 'transformers'} checkpoint in {where} with no "
+            f"sentence-transformers files; write st:{model_id} to load it with mean pooling, or "
+            "name another backend (see `bindkit models`)"
+        )
+    raise BindkitError(
+        f"model {model_id!r}: no backend prefix and no local copy to tell which (offline: not "
+        f"a folder, not in the Hugging Face cache); write st:{model_id} (sentence-transformers), "
+        f"mllm:{model_id} (Qwen-VL; gme:, vlm2vec:, qwen3-vl-embedding: for those embedders) "
+        "or open_clip:ARCH/PRETRAINED"
+    )

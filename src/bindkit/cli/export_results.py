@@ -1,0 +1,40 @@
+"""``bindkit export-results RESULTS --format mteb --out DIR``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "export-results",
+        help="write eval results in another tool's layout (mteb's results folder)",
+        description="Write the result files under RESULTS in mteb's results layout "
+        "(OUT/<model>/<revision>/<Task>.json + model_meta.json), readable by mteb's "
+        "ResultCache.load_results and TaskResult.from_disk. Exports saber and triplets.",
+    )
+    parser.add_argument("results", help="the --out directory of `bindkit eval`")
+    parser.add_argument("--format", required=True, choices=["mteb"], help="target layout")
+    parser.add_argument("--out", required=True, help="results folder to write into")
+    parser.add_argument(
+        "--tasks", default=None, help="comma list of bindkit tasks to export (default: all)"
+    )
+    parser.set_defaults(handler=_export)
+
+
+def _export(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from bindkit.errors import BindkitError
+
+    if importlib.util.find_spec("mteb") is None:
+        raise BindkitError("export-results --format mteb needs mteb; pip install 'bindkit[mteb]'")
+    from bindkit.integrations.mteb_results import export_mteb
+
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
+    written = export_mteb(args.results, args.out, tasks=tasks)
+    print(f"wrote {len(written)} mteb task result file(s) under {args.out}")
+    for path in written:
+        print(f"  {path}")
+    return 0

@@ -1,0 +1,185 @@
+"""bindkit result files in mteb's results layout (``bindkit export-results --format mteb``).
+
+``OUT/<model name as path>/<revision>/<Task>.json`` (mteb's ``TaskResult`` as its ``to_disk``
+writes it) plus ``model_meta.json`` per revision folder: the layout of mteb's results
+repository and of ``ResultCache(...)/results``, so ``ResultCache.load_results`` and
+``TaskResult.from_disk`` read it back. Task names are those of
+:mod:`bindkit.integrations.mteb_tasks`; a model is ``bindkit/<spec>`` at its fingerprint (an
+``mteb:`` model keeps mteb's name and revision). Main scores are bindkit's own numbers (see
+``mteb_tasks`` for where mteb's pytrec_eval scores differ on ties); provenance goes where mteb
+has fields (``dataset_revision`` = the data's sha256, ``evaluation_time``, ``date``;
+``kg_co2_emissions`` is null: not measured), the rest into each subset's ``bindkit`` entry.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bindkit.errors import BindkitError
+from bindkit.integrations.mteb_tasks import model_name, task_name
+
+EXPORTABLE = ("saber", "triplets")
+# per bindkit task: (mteb task kind, subset, bindkit score that is the main score, the scalars kept)
+_FILES: dict[str, list[tuple[str, str, str, tuple[str, ...]]]] = {
+    "saber": [
+        ("SABERMCQ", "default", "mcq_accuracy", ("mcq_accuracy",)),
+        ("SABERRetrieval", "independent", "map_independent", ("map_independent", "top4_occupancy")),
+        (
+            "SABERRetrieval",
+            "nested",
+            "map_nested",
+            (
+                "map_nested",
+                "containment_subset_above",
+                "containment_superset_above",
+                "containment_subset_above_superset",
+            ),
+        ),
+    ],
+    "triplets": [("BindkitTriplets", "default", "triplet_accuracy", ("triplet_accuracy",))],
+}
+
+
+def _model(record: dict[str, Any]) -> tuple[str, str]:
+    model = record["model"]
+    description = model.get("description") or {}
+    if description.get("backend") == "mteb":
+        return str(description["model"]), str(description["revision"])
+    return model_name(str(model.get("spec"))), str(model.get("fingerprint"))
+
+
+def _records(results: Path, tasks: Sequence[str] | None) -> list[tuple[Path, dict[str, Any]]]:
+    from bindkit.results.store import is_partial, read_result
+
+    if not results.is_dir():
+        raise BindkitError(f"{results}: not found; pass the --out directory of `bindkit eval`")
+    found = []
+    for path in sorted(results.rglob("*.json")):
+        record = read_result(path)
+        if record is None:
+            continue
+        if tasks is not None and record["task"] not in tasks:
+            continue
+        if record["task"] not in EXPORTABLE:
+            raise BindkitError(
+                f"{path}: task {record['task']} has no mteb task in bindkit (exportable: "
+                f"{', '.join(EXPORTABLE)}); pass --tasks {','.join(EXPORTABLE)} to export those"
+            )
+        if is_partial(record):
+            raise BindkitError(
+                f"{path}: a partial result (scored without some images); rerun "
+                "`bindkit eval` with every image present before exporting"
+            )
+        found.append((path, record))
+    if not found:
+        which = ", ".join(tasks) if tasks else ", ".join(EXPORTABLE)
+        raise BindkitError(f"{results}: no complete results of {which} to export")
+    return found
+
+
+def export_mteb(
+    results: str | Path, out: str | Path, *, tasks: Sequence[str] | None = None
+) -> list[Path]:
+    """Write every saber/triplets result under ``results`` in mteb's layout under ``out``;
+    returns the task files written. Refuses (one line) partial results, tasks mteb has no
+    counterpart for (unless left out by ``tasks``) and two results for one mteb file."""
+    import mteb
+    from mteb.models.model_meta import ModelMeta, ScoringFunction
+    from mteb.results import TaskResult
+
+    from bindkit import __version__
+    from bindkit._io import atomic_write_text, check_not_input, make_dirs
+
+    results, out = Path(results), Path(out)
+    check_not_input(out, [results])
+    files: dict[Path, dict[str, Any]] = {}
+    sources: dict[tuple[Path, str], Path] = {}
+    metas: dict[Path, tuple[str, str, list[str]]] = {}
+    for path, record in _records(results, tasks):
+        name, revision = _model(record)
+        data = record["data"]
+        data_name = None if str(data.get("source", "")).startswith("builtin:") else data["name"]
+        folder = out / name.replace("/", "__").replace(" ", "_") / revision
+        modalities = sorted({"text", *(["image"] if "i" in record["pairing"] else [])})
+        metas[folder] = (name, revision, modalities)
+        for kind, subset, main, kept in _FILES[record["task"]]:
+            scores = record["scores"]
+            if not isinstance(scores.get(main), int | float):
+                continue  # e.g. a set without nested queries
+            if record["task"] == "triplets":
+                data_name = data["name"]
+            task = task_name(kind, record["pairing"], data_name)
+            target = folder / f"{task}.json"
+            previous = sources.get((target, subset))
+            if previous is not None:
+                raise BindkitError(
+                    f"{path} and {previous}: both are {task} ({subset}) of {name}; export one "
+                    "(e.g. copy the results you want into their own folder)"
+                )
+            sources[(target, subset)] = path
+            entry = {
+                "hf_subset": subset,
+                "languages": ["eng-Latn"],
+                "main_score": float(scores[main]),
+                **{k: float(scores[k]) for k in kept if isinstance(scores.get(k), int | float)},
+                "bindkit": {
+                    "version": record.get("bindkit_version"),
+                    "result": str(path.relative_to(results)),
+                    "model_spec": record["model"].get("spec"),
+                    "model_fingerprint": record["model"].get("fingerprint"),
+                    "data": {k: data.get(k) for k in ("name", "source", "sha256")},
+                    "options": record.get("options"),
+                    "counts": record.get("counts"),
+                    "exported_by": __version__,
+                },
+            }
+            current = files.setdefault(
+                target,
+                {
+                    "dataset_revision": data["sha256"],
+                    "task_name": task,
+                    "mteb_version": mteb.__version__,
+                    "scores": {"test": []},
+                    "evaluation_time": 0.0,
+                    "kg_co2_emissions": None,
+                    "date": _date(record.get("created")),
+                },
+            )
+            current["scores"]["test"].append(entry)
+            if subset in ("default", "independent"):  # one record per file: count it once
+                current["evaluation_time"] += float(record.get("seconds") or 0.0)
+    with tempfile.TemporaryDirectory() as scratch:
+        for target, fields in files.items():
+            make_dirs(target.parent)
+            staged = Path(scratch) / target.name
+            TaskResult.model_validate(fields).to_disk(staged)
+            atomic_write_text(target, staged.read_text(encoding="utf-8"))
+    for folder, (name, revision, modalities) in metas.items():
+        meta = ModelMeta.create_empty(
+            {
+                "name": name,
+                "revision": revision,
+                "modalities": modalities,
+                "similarity_fn_name": ScoringFunction.COSINE,
+                "framework": ["PyTorch"],
+            }
+        )
+        text = json.dumps(meta.to_dict(), default=str, indent=4)
+        atomic_write_text(folder / "model_meta.json", text)
+    return sorted(files)
+
+
+def _date(created: Any) -> datetime.datetime | None:
+    if not isinstance(created, str):
+        return None
+    try:
+        return datetime.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=datetime.UTC
+        )
+    except ValueError:
+        return None

@@ -1,0 +1,497 @@
+"""bindkit's benchmarks as mteb 2.x tasks, and any bindkit embedder as an mteb model.
+
+Needs ``pip install 'bindkit[mteb]'``; nothing here downloads: every task builds its mteb dataset
+from bindkit's own files in ``load_data``.
+
+Task types (mteb 2.26's names):
+
+- SABER MCQ → ``VisionCentricQA``, mteb's multiple-choice type (1.x called it
+  ``Any2AnyMultiChoice``): an :class:`~mteb.abstasks.AbsTaskRetrieval` whose ``top_ranked`` lists
+  each query's 4 candidates. Main score ``mcq_accuracy`` = bindkit's ``mcq_accuracy`` (a tie in
+  the top group shares the credit, 1/k); mteb's own ``accuracy`` (= Recall@1) sits beside it and
+  differs only on ties: pytrec_eval orders tied documents by id, in reverse.
+- SABER retrieval → ``Any2AnyRetrieval`` over the whole gallery (every candidate of the set),
+  subsets ``independent`` and ``nested``. Main score ``map_at_1000`` (pytrec_eval): equals
+  bindkit's ``map_independent`` / ``map_nested`` when no gallery score ties a relevant
+  candidate's and every relevant candidate ranks within 1000; bindkit ranks a tie against the
+  relevant item, pytrec_eval by document id.
+- triplets → ``Reranking`` of two documents per query (positive, negative); main score
+  ``triplet_accuracy`` = bindkit's (a tie counts wrong); mteb's ``accuracy`` breaks ties by id.
+  (mteb's ``PairClassification`` thresholds one pair at a time, not a ranking of two.)
+
+- ColorSwap and BiVLC (two captions, two images per item) → ``Compositionality``
+  (:class:`~mteb.abstasks.AbsTaskImageTextPairClassification`), task names ``BindkitColorSwap``
+  / ``BindkitBiVLC``. Main score ``group_score`` = bindkit's (Winoground's text, image and group
+  scores with strict comparisons, images as queries and captions as documents); mteb's own
+  ``accuracy`` / ``text_acc`` / ``image_acc`` use ``argmax``, which gives a tie to the first
+  index, so a tie counts right for the first image or caption.
+
+The other benchmarks: mteb already ships SugarCrepe, Winoground and ARO (``Compositionality``),
+ROxford/RParis (``Any2AnyRetrieval``) and SICK-R (``STS``), so those stay mteb's own.
+
+Registration: mteb 2.x has no plug-in hook for tasks; ``mteb.get_task(name)`` reads the module
+mapping ``mteb.get_tasks._TASKS_REGISTRY``. :func:`register` adds task classes to it (and
+:func:`register_defaults` the SABER tasks on the built-in set), so ``mteb.get_task("SABERMCQ")``
+finds them; a task object can also be passed to ``mteb.evaluate`` directly.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from datasets import Dataset as HFDataset
+from datasets import Image as HFImage
+from mteb.abstasks import AbsTaskRetrieval
+from mteb.abstasks.image.image_text_pair_classification import (
+    AbsTaskImageTextPairClassification,
+)
+from mteb.abstasks.task_metadata import TaskMetadata as MtebTaskMetadata
+from mteb.models.abs_encoder import AbsEncoder
+from mteb.models.model_meta import ModelMeta, ScoringFunction
+from mteb.types import Licenses
+
+from bindkit.embed.protocol import Embedder, Role
+from bindkit.errors import BindkitError
+from bindkit.metrics.mcq import winner_shares
+from bindkit.saber.io import MCQ, Item, SaberSet, role_positions
+from bindkit.tasks.base import PAIRINGS, Dataset, TaskMetadata, get_task
+
+CATEGORY = {"tt": "t2t", "ti": "t2i", "it": "i2t", "ii": "i2i"}
+SPLIT = "test"
+
+
+def task_name(kind: str, pairing: str = "tt", data_name: str | None = None) -> str:
+    """``SABERMCQ`` (text→text), ``SABERMCQT2I``, ...; ``-<data>`` for a set other than the
+    built-in one."""
+    suffix = "" if pairing == "tt" else CATEGORY[pairing].upper()
+    return f"{kind}{suffix}" + (f"-{data_name}" if data_name else "")
+
+
+def model_name(spec: str) -> str:
+    """mteb's name for a bindkit model: ``bindkit/<spec>`` (its revision: the fingerprint)."""
+    return f"bindkit/{spec}"
+
+
+def _license(value: str) -> str:
+    if value == "this package":
+        return "mit"  # bindkit's own licence
+    lowered = value.lower()
+    return lowered if lowered in typing.get_args(Licenses) else "not specified"
+
+
+def _metadata(
+    meta: TaskMetadata,
+    dataset: Dataset,
+    *,
+    name: str,
+    kind: str,
+    pairing: str,
+    main_score: str,
+    subsets: Sequence[str] = ("default",),
+) -> MtebTaskMetadata:
+    """mteb's metadata from bindkit's: the revision is the data's sha256, the reference and the
+    source go into the description (mteb wants a URL there)."""
+    reference = meta.reference if meta.reference.startswith("http") else None
+    prompt = {"query": meta.query_instruction} if meta.query_instruction else None
+    langs: Any = (
+        ["eng-Latn"] if tuple(subsets) == ("default",) else {s: ["eng-Latn"] for s in subsets}
+    )
+    return MtebTaskMetadata(
+        name=name,
+        description=f"bindkit {meta.name} ({meta.description}); {meta.reference}; "
+        f"data {dataset.source}",
+        reference=reference,
+        dataset={"path": f"bindkit/{meta.name}/{dataset.name}", "revision": dataset.sha256},
+        type=kind,
+        category=CATEGORY[pairing],
+        modalities=sorted(set(PAIRINGS[pairing])),
+        eval_splits=[SPLIT],
+        eval_langs=langs,
+        main_score=main_score,
+        license=_license(meta.license),
+        annotations_creators="algorithmic",
+        sample_creation="created",
+        prompt=prompt,
+        bibtex_citation="",
+    )
+
+
+def _column(items: Sequence[Item], modality: str, saber: SaberSet) -> HFDataset:
+    ids = [item.id for item in items]
+    if modality == "text":
+        return HFDataset.from_dict({"id": ids, "text": [item.text for item in items]})
+    images = (saber.manifest or {}).get("images")
+    mirrored = isinstance(images, dict) and images.get("flip_applied") is True
+    paths = []
+    for item in items:
+        path = saber.image_path(item)
+        if path is None or not path.is_file():
+            raise BindkitError(
+                f"{item.id}: image missing; render the set (`bindkit saber render "
+                f"{saber.directory}`) or use pairing tt"
+            )
+        if item.flip and not mirrored:
+            raise BindkitError(
+                f"{saber.directory}: images are not stored mirrored (manifest images."
+                "flip_applied); re-render the set with `bindkit saber render` for mteb"
+            )
+        paths.append(str(path))
+    return HFDataset.from_dict({"id": ids, "image": paths}).cast_column("image", HFImage())
+
+
+class _BindkitRetrieval(AbsTaskRetrieval):  # type: ignore[misc]
+    """Shared loading: subclasses fill ``self._splits()`` from bindkit's loaded data."""
+
+    _dataset: Dataset
+    _pairing: str = "tt"
+    data_loaded: bool
+
+    def _split_data(self) -> dict[str, dict[str, Any]]:
+        raise NotImplementedError
+
+    def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+        if self.data_loaded:
+            return
+        self.dataset = {subset: {SPLIT: data} for subset, data in self._split_data().items()}
+        self.data_loaded = True
+
+
+class _SaberMCQ(_BindkitRetrieval):
+    def _split_data(self) -> dict[str, dict[str, Any]]:
+        saber: SaberSet = self._dataset.payload
+        q_modality, c_modality = PAIRINGS[self._pairing]
+        mcqs = saber.mcqs
+        relevant = {}
+        for mcq in mcqs:
+            exact = mcq.candidates[role_positions(mcq)[0]].id
+            relevant[mcq.query.id] = {c.id: int(c.id == exact) for c in mcq.candidates}
+        return {
+            "default": {
+                "queries": _column([m.query for m in mcqs], q_modality, saber),
+                "corpus": _column([c for m in mcqs for c in m.candidates], c_modality, saber),
+                "relevant_docs": relevant,
+                "top_ranked": {m.query.id: [c.id for c in m.candidates] for m in mcqs},
+            }
+        }
+
+    def task_specific_scores(
+        self,
+        scores: dict[str, dict[str, float]],
+        qrels: dict[str, dict[str, int]],
+        results: dict[str, dict[str, float]],
+        hf_split: str,
+        hf_subset: str,
+    ) -> dict[str, float]:
+        return {"mcq_accuracy": mcq_accuracy_from_runs(qrels, results)}
+
+
+def mcq_accuracy_from_runs(
+    qrels: dict[str, dict[str, int]], results: dict[str, dict[str, float]]
+) -> float:
+    """bindkit's MCQ accuracy from mteb's run scores: per query, the relevant option's share of
+    the top tie group (:func:`bindkit.metrics.mcq.winner_shares`)."""
+    credit = []
+    for qid, relevant in qrels.items():
+        options = list(results.get(qid, {}))
+        if not options:
+            credit.append(0.0)
+            continue
+        row = np.array([[results[qid][d] for d in options]])
+        shares = winner_shares(row)[0]
+        won = [s for d, s in zip(options, shares, strict=True) if relevant.get(d, 0) > 0]
+        credit.append(float(sum(won)))
+    return float(np.mean(credit))
+
+
+def nested_relevance(mcqs: Sequence[MCQ]) -> dict[str, list[str]]:
+    """For each nested query: its own binding-preserving candidate and those of the later steps
+    of its chain (bindkit's nested relevance without ``swap_supersets``)."""
+    exact = {m.id: m.candidates[role_positions(m)[0]].id for m in mcqs}
+    chains: dict[str, dict[int, MCQ]] = {}
+    for m in mcqs:
+        if m.kind == "nested":
+            chains.setdefault(m.chain or "", {})[m.step or 0] = m
+    out = {}
+    for m in mcqs:
+        if m.kind != "nested":
+            continue
+        chain = chains[m.chain or ""]
+        later = [chain[s] for s in sorted(chain) if s > (m.step or 0)]
+        out[m.query.id] = [exact[m.id]] + [exact[x.id] for x in later]
+    return out
+
+
+class _SaberRetrieval(_BindkitRetrieval):
+    def _split_data(self) -> dict[str, dict[str, Any]]:
+        saber: SaberSet = self._dataset.payload
+        q_modality, c_modality = PAIRINGS[self._pairing]
+        corpus = _column([c for m in saber.mcqs for c in m.candidates], c_modality, saber)
+        nested = nested_relevance(saber.mcqs)
+        out: dict[str, dict[str, Any]] = {}
+        for subset in self.metadata.hf_subsets:
+            mcqs = [m for m in saber.mcqs if m.kind == subset]
+            if subset == "independent":
+                relevant = {m.query.id: [m.candidates[role_positions(m)[0]].id] for m in mcqs}
+            else:
+                relevant = {m.query.id: nested[m.query.id] for m in mcqs}
+            out[subset] = {
+                "queries": _column([m.query for m in mcqs], q_modality, saber),
+                "corpus": corpus,
+                "relevant_docs": {q: dict.fromkeys(ids, 1) for q, ids in relevant.items()},
+                "top_ranked": None,
+            }
+        return out
+
+
+class _Triplets(_BindkitRetrieval):
+    def _split_data(self) -> dict[str, dict[str, Any]]:
+        rows: list[dict[str, Any]] = self._dataset.payload
+        qids = [f"t{i}" for i in range(len(rows))]
+        docs = [(f"{q}-positive", r["positive"]) for q, r in zip(qids, rows, strict=True)]
+        docs += [(f"{q}-negative", r["negative"]) for q, r in zip(qids, rows, strict=True)]
+        return {
+            "default": {
+                "queries": HFDataset.from_dict({"id": qids, "text": [r["query"] for r in rows]}),
+                "corpus": HFDataset.from_dict(
+                    {"id": [d for d, _ in docs], "text": [t for _, t in docs]}
+                ),
+                "relevant_docs": {q: {f"{q}-positive": 1, f"{q}-negative": 0} for q in qids},
+                "top_ranked": {q: [f"{q}-positive", f"{q}-negative"] for q in qids},
+            }
+        }
+
+    def task_specific_scores(
+        self,
+        scores: dict[str, dict[str, float]],
+        qrels: dict[str, dict[str, int]],
+        results: dict[str, dict[str, float]],
+        hf_split: str,
+        hf_subset: str,
+    ) -> dict[str, float]:
+        wins = [results[q][f"{q}-positive"] > results[q][f"{q}-negative"] for q in qrels]
+        return {"triplet_accuracy": float(np.mean(wins))}
+
+
+class _Pairs(AbsTaskImageTextPairClassification):  # type: ignore[misc]
+    """Winoground-style items: columns image_0, image_1, caption_0, caption_1."""
+
+    images_column_names = ("image_0", "image_1")
+    texts_column_names = ("caption_0", "caption_1")
+    _dataset: Dataset
+    _subset: str
+    data_loaded: bool
+
+    def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+        if self.data_loaded:
+            return
+        from bindkit.tasks._parquet_pairs import images_of
+
+        items = self._dataset.payload[self._subset]
+        where = f"{self._dataset.source} ({self._subset})"
+        columns = {
+            "image_0": images_of(items, 0, where),
+            "image_1": images_of(items, 1, where),
+            "caption_0": [x.caption_0 for x in items],
+            "caption_1": [x.caption_1 for x in items],
+        }
+        table = HFDataset.from_dict(columns)
+        self.dataset = {"default": {SPLIT: table.cast_column("image_0", HFImage())}}
+        self.dataset["default"][SPLIT] = self.dataset["default"][SPLIT].cast_column(
+            "image_1", HFImage()
+        )
+        self.data_loaded = True
+
+    def _compute_metrics(
+        self, scores: list[Any], num_images_per_sample: int, num_texts_per_sample: int
+    ) -> dict[str, float]:
+        counts = (num_images_per_sample, num_texts_per_sample)
+        metrics = dict(super()._compute_metrics(scores, *counts))
+        return metrics | winoground_scores([np.asarray(s, dtype=np.float64) for s in scores])
+
+
+def winoground_scores(scores: Sequence[np.ndarray]) -> dict[str, float]:
+    """bindkit's strict text / image / group scores from mteb's per-item (image x caption)
+    similarity matrices: s(c_j, i_k) = ``m[k, j]``."""
+    text = [m[0, 0] > m[0, 1] and m[1, 1] > m[1, 0] for m in scores]
+    image = [m[0, 0] > m[1, 0] and m[1, 1] > m[0, 1] for m in scores]
+    group = [t and i for t, i in zip(text, image, strict=True)]
+    return {
+        "text_score": float(np.mean(text)),
+        "image_score": float(np.mean(image)),
+        "group_score": float(np.mean(group)),
+    }
+
+
+PAIR_TASKS = {"colorswap": "BindkitColorSwap", "bivlc": "BindkitBiVLC"}
+
+
+def pair_task(task: str, data: str | Path, *, subset: str = "test") -> Any:
+    """ColorSwap or BiVLC (bindkit's readers of the Hub's parquet files) as an mteb
+    ``Compositionality`` task on one split (default: the scored test split)."""
+    if task not in PAIR_TASKS:
+        raise BindkitError(f"mteb pair tasks: {task!r}; use one of {', '.join(PAIR_TASKS)}")
+    bindkit_task = get_task(task)
+    dataset = bindkit_task.load(Path(data))
+    if subset not in dataset.subsets:
+        raise BindkitError(
+            f"mteb {task}: {dataset.source} has no split {subset!r} ({', '.join(dataset.subsets)})"
+        )
+    name = PAIR_TASKS[task] + ("" if subset == "test" else f"-{subset}")
+    meta = _metadata(
+        bindkit_task.metadata,
+        dataset,
+        name=name,
+        kind="Compositionality",
+        pairing="it",
+        main_score="group_score",
+    )
+    attrs = {"metadata": meta, "_dataset": dataset, "_subset": subset}
+    cls: type[_Pairs] = type(name, (_Pairs,), attrs)
+    return cls()
+
+
+def _make(
+    base: type[_BindkitRetrieval], metadata: MtebTaskMetadata, dataset: Dataset, pairing: str
+) -> AbsTaskRetrieval:
+    attrs = {"metadata": metadata, "_dataset": dataset, "_pairing": pairing}
+    cls: type[_BindkitRetrieval] = type(metadata.name, (base,), attrs)
+    return cls()
+
+
+def _pairings(pairings: str | Sequence[str]) -> list[str]:
+    items = [pairings] if isinstance(pairings, str) else list(pairings)
+    for p in items:
+        if p not in PAIRINGS:
+            raise BindkitError(f"mteb tasks: unknown pairing {p!r}; use tt, ti, it or ii")
+    return items
+
+
+def saber_tasks(
+    data: str | Path | None = None, *, pairings: str | Sequence[str] = "tt"
+) -> list[AbsTaskRetrieval]:
+    """SABER's MCQ and retrieval as mteb tasks, one of each per pairing, on a SABER directory
+    (None: the built-in default set, text only)."""
+    task = get_task("saber")
+    dataset = task.load(Path(data) if data is not None else None)
+    data_name = None if data is None else dataset.name
+    out = []
+    for pairing in _pairings(pairings):
+        if "image" in PAIRINGS[pairing] and not dataset.has_images:
+            raise BindkitError(
+                f"mteb SABER {pairing}: {dataset.source} has no images; render it or use tt"
+            )
+        meta = task.metadata
+        mcq = _metadata(
+            meta,
+            dataset,
+            name=task_name("SABERMCQ", pairing, data_name),
+            kind="VisionCentricQA",
+            pairing=pairing,
+            main_score="mcq_accuracy",
+        )
+        retrieval = _metadata(
+            meta,
+            dataset,
+            name=task_name("SABERRetrieval", pairing, data_name),
+            kind="Any2AnyRetrieval",
+            pairing=pairing,
+            main_score="map_at_1000",
+            subsets=("independent", "nested"),
+        )
+        out.append(_make(_SaberMCQ, mcq, dataset, pairing))
+        out.append(_make(_SaberRetrieval, retrieval, dataset, pairing))
+    return out
+
+
+def triplet_task(data: str | Path) -> AbsTaskRetrieval:
+    """A triplet JSONL file (bindkit's ``triplets`` task) as an mteb ``Reranking`` task."""
+    task = get_task("triplets")
+    dataset = task.load(Path(data))
+    meta = _metadata(
+        task.metadata,
+        dataset,
+        name=task_name("BindkitTriplets", "tt", dataset.name),
+        kind="Reranking",
+        pairing="tt",
+        main_score="triplet_accuracy",
+    )
+    return _make(_Triplets, meta, dataset, "tt")
+
+
+def register(tasks: Iterable[Any]) -> None:
+    """Make ``mteb.get_task(name)`` find these tasks (classes or objects)."""
+    import importlib
+
+    registry = importlib.import_module("mteb.get_tasks")._TASKS_REGISTRY
+    for task in tasks:
+        cls: Any = task if isinstance(task, type) else type(task)
+        registry[cls.metadata.name] = cls
+
+
+def register_defaults() -> list[str]:
+    """Register ``SABERMCQ`` and ``SABERRetrieval`` (the built-in set, text→text); their names."""
+    tasks = saber_tasks()
+    register(tasks)
+    return [t.metadata.name for t in tasks]
+
+
+class MtebEncoder(AbsEncoder):  # type: ignore[misc]
+    """A bindkit :class:`~bindkit.embed.protocol.Embedder` as an mteb encoder: texts and images
+    in mteb's batches, ``role`` from mteb's prompt type, the task's prompt as the instruction
+    (None when the task has none: the model's own default). Named ``bindkit/<spec>`` (or
+    ``name``) with the embedder's fingerprint as the revision."""
+
+    def __init__(self, embedder: Embedder, *, name: str | None = None) -> None:
+        self.model = embedder
+        spec = str(getattr(embedder, "spec", None) or type(embedder).__name__)
+        modalities = sorted(m for m in embedder.modalities if m in ("text", "image"))
+        self.mteb_model_meta = ModelMeta.create_empty(
+            {
+                "name": name or model_name(spec),
+                "revision": embedder.fingerprint,
+                "modalities": modalities,
+                "similarity_fn_name": ScoringFunction.COSINE,
+                "framework": ["PyTorch"],
+            }
+        )
+
+    def encode(
+        self,
+        inputs: Any,
+        *,
+        task_metadata: MtebTaskMetadata,
+        hf_split: str,
+        hf_subset: str,
+        prompt_type: Any = None,
+        **kwargs: Any,
+    ) -> np.ndarray:
+        from mteb.types import PromptType
+
+        role: Role = "query" if prompt_type in (None, PromptType.query) else "document"
+        # mteb's Compositionality evaluator passes no prompt type: images are the queries and
+        # captions the documents there, as bindkit's pair tasks embed them
+        pairs = task_metadata.type == "Compositionality"
+        prompt = task_metadata.prompt
+
+        def instruction(side: Role) -> str | None:
+            return prompt.get(side) if isinstance(prompt, dict) else prompt
+
+        parts = []
+        for batch in inputs:
+            images = batch.get("image")
+            if images is not None and len(images):
+                refs = list(images)
+                parts.append(
+                    self.model.embed_images(refs, role=role, instruction=instruction(role))
+                )
+            else:
+                texts = list(batch["text"])
+                side: Role = "document" if pairs else role
+                parts.append(
+                    self.model.embed_texts(texts, role=side, instruction=instruction(side))
+                )
+        return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
