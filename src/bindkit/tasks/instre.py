@@ -3,7 +3,9 @@ INSTRE-S2 hold single-object images (100 objects each, one folder per object); I
 images of two objects, the 100 objects of INSTRE-S1 grouped into 50 pairs (folder ``NN`` of
 INSTRE-M shows the objects of the S1 folders ``NNa_*`` and ``NNb_*``).
 
-Subsets, as the seed's instance-retrieval appendix evaluates them:
+Subsets, after the seed's instance-retrieval appendix (one sentence: S queries against S, M
+queries against S or against S+M, an image with both query instances more relevant than one with
+one):
 
 - ``S``: INSTRE-S queries against the INSTRE-S images; relevant: the same object.
 - ``M_to_S``: INSTRE-M queries against the INSTRE-S images; relevant: an image of either object.
@@ -15,6 +17,11 @@ Every subset reports ``map`` (any gain above 0 is relevant; the trapezoid AP of
 :func:`~bindkit.metrics.instance.trapezoid_ap`, no junk) and ``ndcg`` (linear gains over the
 full ranking, :func:`~bindkit.metrics.instance.ndcg`); for ``M_to_SM`` nDCG is the graded score,
 for the other two its gains are 0/1.
+
+``M_to_S`` (either object relevant) and ``M_to_SM``'s gains 2/1 with linear-gain nDCG are
+bindkit's reading of that sentence: no official script defines them (the common protocol, Iscen
+et al.'s ``gnd_instre.mat``, scores every query against one database by mAP), and the seed names
+neither the gains nor the nDCG variant.
 
 Files read: ``<data>/gnd_instre.mat`` (Iscen et al., CVPR 2017: the common split of 1,250 query
 images, 5 per class, and the 27,293 other images as the database) — its ``qimlist``, ``imlist``
