@@ -146,6 +146,7 @@ class OxfordConvention(Task):
     metadata = TaskMetadata(name="_oxford_convention", description="", main_score="map")
     prefix = ""  # stripped from query-file image names
     images_dir = "images"  # the release's image folder name, beside the ground truth
+    missing_fix: str | None = None  # how to get images the ground truth names (default: where)
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None
@@ -186,7 +187,7 @@ class OxfordConvention(Task):
         named = sorted({s for q in queries for s in (q.image, *q.good, *q.ok, *q.junk)})
         if any(s not in stems for s in named):
             paths = [stems.get(s, f"{s}.jpg") for s in named]
-            _images.present(paths, root, where, published, ctx)
+            _images.present(paths, root, where, published, ctx, self.missing_fix)
             ctx.note(f"warning: {where}: mAP needs every image; nothing scored")
             return None
         names = list(stems.values())
