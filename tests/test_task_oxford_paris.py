@@ -240,6 +240,25 @@ def test_sculptures6k_reads_the_oxford_convention(tmp_path: Path) -> None:
     assert again["counts"]["database"] == 7 and again["scores"]["map"] < EXPECTED_AP
 
 
+@pytest.mark.parametrize(
+    ("name", "archives"),
+    [
+        ("oxford5k", ("oxbuild_images-v1.tgz",)),
+        ("paris6k", ("paris_1-v1.tgz", "paris_2-v1.tgz")),
+    ],
+)
+def test_missing_files_name_the_current_vgg_archives(
+    tmp_path: Path, name: str, archives: tuple[str, ...]
+) -> None:
+    """The image archives as the VGG pages serve them now (revisitop's python/download.py)."""
+    from bindkit.errors import DataFormatError
+    from bindkit.tasks.base import get_task
+
+    with pytest.raises(DataFormatError) as caught:
+        get_task(name).load(tmp_path)
+    assert all(a in str(caught.value) for a in archives)
+
+
 def test_sculptures6k_needs_both_halves(tmp_path: Path) -> None:
     """The ground truth names images of train/ and test/ alike: the default root (both halves)
     ranks them all; an image root holding one half is refused with a line saying to pass both."""
