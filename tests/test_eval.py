@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _per_query import mean_is_score
 from _shared import SHARED_DATA
 from bindkit.cli import main
 from bindkit.embed import load_embedder
@@ -124,6 +125,8 @@ def test_triplets_task_and_breakdown(tmp_path: Path) -> None:
     # row 2 is an exact tie (same words): counted wrong
     assert record["scores"]["triplet_accuracy"] == pytest.approx(1 / 3)
     assert record["scores"]["triplet_accuracy_by"] == {"type": {"a": 0.5, "b": 0.0}}
+    correct = mean_is_score(tmp_path / "r", record, "correct", "triplet_accuracy")
+    assert correct.ids == ("1", "2", "3") and correct.values.tolist() == [1.0, 0.0, 0.0]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "x", "positive": "y"}\n')
     with pytest.raises(DataFormatError, match=r"bad\.jsonl:1: field 'negative'"):

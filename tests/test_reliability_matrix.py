@@ -978,7 +978,7 @@ RP_ROWS = [
     C("rp06", "report r --out rep.csv", "r:good", 0, "wrote rep.csv"),
     C("rp07", "report r --out rep.tex", "r:good", 0, "wrote rep.tex"),
     C("rp08", "report r --out rep.xyz", "r:good", 2, "use a .md, .html, .csv, .tex file name"),
-    C("rp09", "report r --out rep", "r:good", 2, "use a .md, .html, .csv, .tex file name"),
+    C("rp09", "report r --out rep", "r:good", 0, "wrote rep/index.html"),  # a folder: the site
     C("rp10", "report r --out regular_file/rep.md", "r:good regular_file", 2, "regular_file"),
     C("rp11", "report r --out ro/rep.md", "r:good ro", 2, "read-only file system"),
     C("rp12", "report r --out s/saber.jsonl", "r:good saberdir_s", 2, "use a .md, .html, .csv, .tex file name"),
@@ -990,7 +990,7 @@ RP_ROWS = [
     C("rp18", "report r", "r:nan", 0, "wrote r/report.md"),
     C("rp19", "report r", "r:unrelated", 2, "r: no bindkit result files found"),
     C("rp20", "report 'rés ults'", "results_unicode", 0, "wrote rés ults/report.md"),
-    C("rp21", "report r --out r", "r:good", 2, "use a .md, .html, .csv, .tex file name"),
+    C("rp21", "report r --out r", "r:good", 2, "--out r: is the input r"),
     C("rp22", "report r --out imm/rep.md", "r:good imm", 2, "operation not permitted"),
 ]
 

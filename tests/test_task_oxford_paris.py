@@ -321,6 +321,12 @@ def test_cli_with_builtin_tiny_clip_equals_the_compute_ap_loop(tmp_path: Path) -
     assert main([*argv, "--out", str(tmp_path / "r"), "--no-cache"]) in (0, None)
     (file,) = (tmp_path / "r").rglob("ii.json")
     got = json.loads(file.read_text())["scores"]["map"]
+    # the engine keeps the per-query APs beside the result, and they average to the mAP
+    from bindkit.results.per_query import read_per_query
+
+    stored = read_per_query(file, json.loads(file.read_text()))
+    assert stored is not None and stored[0].metric == "ap"
+    assert float(np.mean(stored[0].values)) == pytest.approx(got)
     model = load_embedder("builtin:tiny-clip", cache=False, progress=False)
     crop = pil.open(images / "all_souls_000000.jpg").crop((10.5, 5.0, 40.2, 30.9))
     q = model.embed_images([crop])

@@ -10,6 +10,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from _per_query import mean_is_score
 from bindkit.errors import BindkitError
 from bindkit.evaluation import evaluate
 from bindkit.tasks.aro import SYMMETRIC, macro_accuracy
@@ -96,3 +97,5 @@ def test_vg_relation_fixture_crops_and_ties(tmp_path: Path) -> None:
     assert record["scores"]["accuracy_by"] == {"above": 0.0, "on": 1.0}
     assert record["scores"]["accuracy"] == 0.5
     assert record["counts"] == {"items": 3, "scored": 2, "missing_images": 1, "groups_averaged": 2}
+    # the macro score averages groups; the per-query credit averages to the micro score
+    assert len(mean_is_score(tmp_path / "r", record, "correct", "accuracy_micro").ids) == 2

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from _fakes import TableEmbedder
+from _per_query import mean_is_score
 from bindkit.evaluation import evaluate
 
 E = np.eye(8, dtype=np.float32)
@@ -87,6 +88,8 @@ def test_mmeb_fixture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert by["ImageNet-1K"]["scores"] == {"hit_at_1": 1.0}
     assert by["ImageNet-1K"]["counts"] == {"rows": 3, "scored": 2, "missing_images": 1}
     assert by["MSCOCO_t2i"]["scores"] == {"hit_at_1": 0.0}  # the answer (cat) is not the dog
+    hits = mean_is_score(tmp_path / "r", by["ImageNet-1K"], "hit", "hit_at_1")
+    assert len(hits.ids) == 2  # the row with a missing image is left out
     assert "mmeb ImageNet-1K: 1 of 3 images missing" in capsys.readouterr().err
     # the instruction reached the embedder with the image token removed
     assert ("image", 2, "Represent the given image for classification") in model.calls

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from _fakes import TableEmbedder
+from _per_query import mean_is_score
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
 from bindkit.tasks._pairs import score_pairs
@@ -82,6 +83,8 @@ def test_winoground_fixture_with_a_missing_image(
     assert record["scores"]["group_score"] == 1.0 and record["scores"]["text_score"] == 1.0
     assert record["scores"]["group_score_by_tag"] == {"Object": 1.0}
     assert record["counts"] == {"items": 1, "missing_images": 1, "items_total": 2}
+    for name in ("group_score", "text_score", "image_score"):
+        assert mean_is_score(tmp_path / "r", record, name, name).ids == ("0",)  # the scored one
     assert "winoground: 1 of 4 images missing" in capsys.readouterr().err
     (data / "examples.jsonl").write_text('{"caption_0": "x"}\n')
     with pytest.raises(
@@ -150,6 +153,7 @@ def test_colorswap_parquet_fixture(tmp_path: Path) -> None:
     assert record["subset"] == "test"
     assert record["scores"] == {"text_score": 0.5, "image_score": 0.5, "group_score": 0.5}
     assert record["counts"] == {"items": 2}
+    assert len(mean_is_score(tmp_path / "r", record, "group_score", "group_score").ids) == 2
     (other,) = evaluate(
         [model],
         task="colorswap",

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from _fakes import TableEmbedder
+from _per_query import mean_is_score, stored
 from bindkit.evaluation import evaluate
 from bindkit.metrics.instance import mean_ap, query_ap, revisited_maps, trapezoid_ap
 
@@ -160,6 +161,13 @@ def test_roxford_task_on_a_fixture(tmp_path: Path) -> None:
     assert record["scores"]["map_easy"] == 1.0
     # hard: c is below b; a (easy) is junk there and is removed from the ranking
     assert record["scores"]["map_hard"] == pytest.approx(trapezoid_ap(np.array([1]), 1))
+    stored_scores = stored(tmp_path / "r", record)
+    assert list(stored_scores) == ["ap_medium", "ap_easy", "ap_hard"]  # the main score first
+    for setting in ("easy", "medium", "hard"):
+        mean_is_score(tmp_path / "r", record, f"ap_{setting}", f"map_{setting}")
+    medium = stored_scores["ap_medium"]
+    assert medium.ids == ("q0.jpg",)  # image names relative to the image root
+    assert medium.top == (("a.jpg", "b.jpg", "c.jpg"),)  # the cropped query is red
 
 
 def test_missing_revisited_files_are_named(

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from _fakes import TableEmbedder, TextOnly
+from _per_query import mean_is_score
 from _shared import SHARED_DATA
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
 from bindkit.tasks.sugarcrepe import SUBSETS as SC_SUBSETS
+from bindkit.tasks.sugarcrepe import subset_file
 from bindkit.tasks.sugarcrepe_pp import SUBSETS as SCPP_SUBSETS
 from bindkit.tasks.sugarcrepe_pp import score_itt, score_tot
 
@@ -77,6 +79,7 @@ def test_sugarcrepe_pp_fixture_text_only_model(tmp_path: Path) -> None:
     for r in records:
         assert r["scores"] == {"tot_accuracy": 0.5}
         assert r["counts"] == {"items": 2, "caption_equals_negative": 1}
+        mean_is_score(tmp_path / "r", r, "correct", "tot_accuracy")
     report = (tmp_path / "r" / "report.md").read_text()
     assert "| score | replace_att | replace_obj | replace_rel | swap_att | swap_obj |\n" in report
 
@@ -158,6 +161,10 @@ def test_sugarcrepe_fixture_key_gap_old_names_and_ties(tmp_path: Path, old_names
         assert r["pairing"] == "it"
         assert r["scores"] == {"accuracy": 0.5}  # the tie counts wrong
         assert r["counts"] == {"items": 2, "missing_images": 0, "scored": 2}
+        per_query = mean_is_score(tmp_path / "r", r, "correct", "accuracy")
+        assert per_query.values.tolist() == [1.0, 0.0]  # ids: the file's keys, with their gap
+        assert per_query.ids == ("0", "2")
+        assert tuple(json.loads(subset_file(data, r["subset"]).read_text())) == per_query.ids
 
 
 def test_sugarcrepe_data_errors_are_one_line(

@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError
+from bindkit.results.instructions import Instruction
 from bindkit.results.store import (
     POLICIES,
     Policy,
@@ -45,6 +47,7 @@ def evaluate(
     report: bool = True,
     verbose: bool = True,
     allow_missing_images: bool = False,
+    instructions: Sequence[Instruction] | None = None,
 ) -> list[dict[str, Any]]:
     """Evaluate each model on a task and write one result file per (subset, pairing).
 
@@ -67,6 +70,10 @@ def evaluate(
         report: Write ``OUT/report.md`` over everything in ``out``.
         allow_missing_images: Score an image task without its missing images (the result is
             marked ``partial`` with the counts) instead of stopping with the first paths.
+        instructions: An instruction sweep (:func:`bindkit.results.instructions.read_instructions`):
+            every (model, subset, pairing) runs once per instruction, written to
+            ``<pairing>@<name>.json`` with the instruction in its provenance; replaces
+            ``query_instruction``.
 
     Returns:
         The result records, computed or reused, in order.
@@ -77,6 +84,12 @@ def evaluate(
     """
     if not models:
         raise BindkitError("--model: give at least one model spec, e.g. --model st:default")
+    if instructions is not None and not instructions:
+        raise BindkitError("--instructions: the file holds no instruction; add one per line")
+    if instructions is not None and query_instruction is not None:
+        raise BindkitError(
+            "--query-instruction: not with --instructions; put it in the instructions file"
+        )
     if overwrite not in POLICIES:
         raise BindkitError(f"--overwrite {overwrite!r}: use one of {', '.join(POLICIES)}")
     task_impl = get_task(task) if isinstance(task, str) else task
@@ -109,7 +122,7 @@ def evaluate(
         for model in models:
             records += _one_model(
                 model, task_impl, dataset, key, chosen_subsets, wanted, ctx, out, overwrite,
-                batch_size, cache, verbose, empty,
+                batch_size, cache, verbose, empty, instructions,
             )  # fmt: skip
     if report and not records and not any(out.rglob("*.json")):
         _say(verbose, f"report: nothing to report in {out}")
@@ -140,6 +153,7 @@ def _one_model(
     cache: bool | str | Path,
     verbose: bool,
     empty: list[str],
+    instructions: Sequence[Instruction] | None = None,
 ) -> list[dict[str, Any]]:
     meta = task_impl.metadata
     embedder = _load(model, batch_size, cache)
@@ -155,61 +169,95 @@ def _one_model(
         )
     model_record: dict[str, Any] | None = None
     records: list[dict[str, Any]] = []
+    runs: list[Instruction | None] = list(instructions) if instructions is not None else [None]
     for subset in subsets:
         for pairing in chosen:
-            options = {
-                "query_instruction": task_impl.query_instruction(subset, ctx),
-                "image_root": None if ctx.image_root is None else str(ctx.image_root),
-                **task_impl.options(subset),
-            }
-            provenance = {
-                "model_fingerprint": embedder.fingerprint,
-                "task": meta.name,
-                "data_sha256": task_impl.data_identity(dataset, subset, pairing),
-                "subset": subset,
-                "pairing": pairing,
-                "options": options,
-                "metrics_version": meta.version,
-            }
-            path = result_path(out, spec, meta.name, key, subset, pairing)
-            where = f"{spec} {meta.name} {subset} {pairing}"
-            existing = reusable(path, provenance, overwrite)
-            if existing is not None and is_partial(existing):
-                existing = None  # scored without some images: they may be there now
-            if existing is not None:
-                records.append(existing)
-                _say(verbose, f"{where}: up to date ({path})")
-                continue
-            start = time.perf_counter()
-            result = task_impl.evaluate(embedder, dataset, subset, pairing, ctx)
-            if result is None:
-                _say(True, f"warning: {where}: nothing to score; no result written")
-                empty.append(where)
-                continue
-            if is_partial(result):
-                result = {**result, "partial": True}
-            if model_record is None:  # once per model: describe() may digest weight files
-                model_record = {
-                    "spec": spec,
-                    "fingerprint": embedder.fingerprint,
-                    "description": embedder.describe(),
-                }
-            record = write_result(
-                path,
-                provenance=provenance,
-                model=model_record,
-                data={
-                    "name": dataset.name,
-                    "source": dataset.source,
-                    "sha256": dataset.sha256,
-                    "key": key,
-                },
-                result=result,
-                seconds=time.perf_counter() - start,
-            )
-            records.append(record)
-            _say(verbose, f"{where}: {headline(record, meta)} → {path}")
+            for instruction in runs:
+                record, model_record = _one_run(
+                    embedder, spec, task_impl, dataset, key, subset, pairing, ctx, out,
+                    overwrite, verbose, empty, instruction, model_record,
+                )  # fmt: skip
+                if record is not None:
+                    records.append(record)
     return records
+
+
+def _one_run(
+    embedder: Embedder,
+    spec: str,
+    task_impl: Any,
+    dataset: Any,
+    key: str,
+    subset: str,
+    pairing: str,
+    ctx: EvalContext,
+    out: Path,
+    overwrite: Policy,
+    verbose: bool,
+    empty: list[str],
+    instruction: Instruction | None,
+    model_record: dict[str, Any] | None,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """One (subset, pairing[, instruction]): the reused or newly written record (None if
+    nothing could be scored), and the model's record once a result was written."""
+    meta = task_impl.metadata
+    if instruction is not None:
+        ctx = replace(
+            ctx, query_instruction=instruction.query, document_instruction=instruction.document
+        )
+    options = {
+        "query_instruction": task_impl.query_instruction(subset, ctx),
+        "image_root": None if ctx.image_root is None else str(ctx.image_root),
+        **task_impl.options(subset),
+    }
+    if instruction is not None:  # only then: results of plain runs keep their provenance
+        options |= {
+            "instruction": instruction.name,
+            "document_instruction": task_impl.document_instruction(subset, ctx),
+        }
+    provenance = {
+        "model_fingerprint": embedder.fingerprint,
+        "task": meta.name,
+        "data_sha256": task_impl.data_identity(dataset, subset, pairing),
+        "subset": subset,
+        "pairing": pairing,
+        "options": options,
+        "metrics_version": meta.version,
+    }
+    name = None if instruction is None else instruction.name
+    path = result_path(out, spec, meta.name, key, subset, pairing, name)
+    where = f"{spec} {meta.name} {subset} {pairing}" + ("" if name is None else f" @{name}")
+    existing = reusable(path, provenance, overwrite)
+    if existing is not None and is_partial(existing):
+        existing = None  # scored without some images: they may be there now
+    if existing is not None:
+        _say(verbose, f"{where}: up to date ({path})")
+        return existing, model_record
+    start = time.perf_counter()
+    result = task_impl.evaluate(embedder, dataset, subset, pairing, ctx)
+    if result is None:
+        _say(True, f"warning: {where}: nothing to score; no result written")
+        empty.append(where)
+        return None, model_record
+    if is_partial(result):
+        result = {**result, "partial": True}
+    if model_record is None:  # once per model: describe() may digest weight files
+        model_record = {
+            "spec": spec,
+            "fingerprint": embedder.fingerprint,
+            "description": embedder.describe(),
+        }
+    record = write_result(
+        path,
+        provenance=provenance,
+        model=model_record,
+        data={"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256, "key": key},
+        result=result,
+        seconds=time.perf_counter() - start,
+        warn=lambda m: _say(True, m),
+    )
+    _say(verbose, f"{where}: {headline(record, meta)} → {path}")
+    return record, model_record
 
 
 def _subsets(value: str | Sequence[str] | None, task: Task, dataset: Dataset) -> list[str]:

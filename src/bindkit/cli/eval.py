@@ -72,6 +72,15 @@ def register(commands: Any) -> None:
         default=None,
         help="instruction for queries (default: the task's, else the model's default)",
     )
+    ev.add_argument(
+        "--instructions",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="instruction sweep: run each (model, subset, pairing) once per instruction of FILE "
+        "(one per line, # comments; or a .json/.toml list of {name, query, document}); results "
+        "go to <pairing>@<name>.json and the report shows the spread across instructions",
+    )
     ev.add_argument("--batch-size", type=int, default=None, help="inputs per forward pass")
     ev.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     ev.add_argument("--no-report", action="store_true", help="skip writing OUT/report.md")
@@ -119,14 +128,17 @@ def _eval(args: argparse.Namespace) -> int:
         records = _evaluate(args, options)
     if records:
         tables = build_tables(records)[:-1]  # the data-source table is in the report
-        print(to_markdown(tables[:3]).removeprefix("# bindkit report\n").strip())
+        shown = tables if args.instructions is not None else tables[:3]
+        print(to_markdown(shown).removeprefix("# bindkit report\n").strip())
     return 0
 
 
 def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[str, Any]]:
     from bindkit.evaluation import evaluate
+    from bindkit.results.instructions import read_instructions
     from bindkit.tasks.base import get_task
 
+    instructions = None if args.instructions is None else read_instructions(args.instructions)
     return evaluate(
         args.model,
         task=get_task(args.task, options) if options else args.task,
@@ -142,6 +154,7 @@ def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[st
         report=not args.no_report,
         verbose=not args.quiet,
         allow_missing_images=args.allow_missing_images,
+        instructions=instructions,
     )
 
 

@@ -273,9 +273,11 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from bindkit.hub.read import local_path
     from bindkit.saber.validate import RULES, validate_saber
 
-    report = validate_saber(args.directory, vocab=args.vocab)
+    # a `bindkit export saber` folder (or hf:ID) is validated as the files it rebuilds
+    report = validate_saber(local_path(args.directory, option="saber validate"), vocab=args.vocab)
     if report.ok:
         print(f"{args.directory}: {report.mcqs} MCQs, every rule holds")
         return 0

@@ -89,6 +89,19 @@ def mean_ap(
     return (float(aps[valid].mean()) if valid.any() else float("nan")), aps
 
 
+def revisited_aps(
+    similarity: np.ndarray, gnd: Sequence[Mapping[str, Sequence[int]]]
+) -> dict[str, np.ndarray]:
+    """AP per query under each protocol (``easy``, ``medium``, ``hard``; NaN for a query without
+    positives there): the values whose means over the other queries are ``map_<setting>``."""
+    out = {}
+    for setting, (ok, bad) in SETTINGS.items():
+        positives = [[i for key in ok for i in g.get(key, ())] for g in gnd]
+        junk = [[i for key in bad for i in g.get(key, ())] for g in gnd]
+        out[setting] = mean_ap(similarity, positives, junk)[1]
+    return out
+
+
 def revisited_maps(
     similarity: np.ndarray, gnd: Sequence[Mapping[str, Sequence[int]]]
 ) -> dict[str, float]:

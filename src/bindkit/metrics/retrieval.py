@@ -163,3 +163,26 @@ def average_precision_dense(scores: np.ndarray, is_relevant: np.ndarray) -> floa
         total += hits / n_relevant * int(is_relevant[: j + 1].sum()) / (j + 1)
         i = j + 1
     return total
+
+
+def top_k(
+    queries: np.ndarray, gallery: np.ndarray, k: int = 5, *, query_block: int | None = None
+) -> np.ndarray:
+    """The gallery indices of each query's ``k`` best-scoring items, best first (equal scores
+    in gallery order), scored in query blocks like :func:`group_ends`; shape (queries, k')
+    with k' = min(k, gallery size).
+
+    Example:
+        >>> top_k(np.eye(2, dtype=np.float32), np.array([[0, 1], [1, 0], [1, 1]]), 2).tolist()
+        [[1, 2], [0, 2]]
+    """
+    queries = np.asarray(queries, dtype=np.float32)
+    gallery = np.asarray(gallery, dtype=np.float32)
+    k = min(k, len(gallery))
+    if query_block is None:
+        query_block = int(min(256, max(1, ROW_BUDGET // (4 * max(len(gallery), 1)))))
+    out = np.zeros((len(queries), k), dtype=np.int64)
+    for q0 in range(0, len(queries), query_block):
+        rows = queries[q0 : q0 + query_block] @ gallery.T
+        out[q0 : q0 + len(rows)] = np.argsort(-rows, axis=1, kind="stable")[:, :k]
+    return out

@@ -387,9 +387,12 @@ def mine(
     """
     from bindkit import __version__
     from bindkit._io import atomic_write_bytes, atomic_write_text, jsonl_bytes, sha256_file
+    from bindkit.hub.read import local_path
 
     config = config or MineConfig()
     out = Path(out)
+    if (local := local_path(data)) != Path(data):  # an exported split (HFDIR:train)
+        data = local
     check_output(out, Path(data))
     rows = read_pairs(data)
     check_sizes(rows, config.k)

@@ -41,7 +41,9 @@ def _latest(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One record per (model, task, data, subset, pairing): the newest."""
     best: dict[tuple[str, ...], dict[str, Any]] = {}
     for r in records:
-        key = (label(r), r["task"], _data_id(r), _subset(r), r["pairing"])
+        from bindkit.results.instructions import instruction_of
+
+        key = (label(r), r["task"], _data_id(r), _subset(r), r["pairing"], instruction_of(r) or "")
         if key not in best or r["created"] >= best[key]["created"]:
             best[key] = r
     return list(best.values())
@@ -234,7 +236,13 @@ def sources(records: list[dict[str, Any]]) -> Table:
 def build_tables(
     records: list[dict[str, Any]], warn: Callable[[str], None] | None = None
 ) -> list[Table]:
+    from bindkit.results.instructions import instruction_of, sweep_tables
+
     records = _latest(records)
+    swept = [r for r in records if instruction_of(r) is not None]
+    records = [r for r in records if instruction_of(r) is None]  # plain runs: one per cell
+    if not records:
+        return [*sweep_tables(swept), sources(swept)]
     tables = [overview(records)]
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
@@ -252,7 +260,8 @@ def build_tables(
     marked = partial_results(records)
     if marked is not None:
         tables.append(marked)
-    tables.append(sources(records))
+    tables += sweep_tables(swept)
+    tables.append(sources(records + swept))
     return tables
 
 
@@ -330,7 +339,7 @@ def to_latex(tables: list[Table]) -> str:
 
 def to_csv(records: list[dict[str, Any]]) -> str:
     """Long format, one number per row: model, fingerprint, task, data, pairing, metric, key,
-    value (fractions, as stored)."""
+    value (fractions, as stored), and the instruction of a sweep's result ("" otherwise)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(
@@ -345,8 +354,11 @@ def to_csv(records: list[dict[str, Any]]) -> str:
             "metric",
             "key",
             "value",
+            "instruction",
         ]
     )
+    from bindkit.results.instructions import instruction_of
+
     for r in _latest(records):
         for metric, value in r["scores"].items():
             for key, number in _flatten(value):
@@ -362,6 +374,7 @@ def to_csv(records: list[dict[str, Any]]) -> str:
                         metric,
                         key,
                         number,
+                        instruction_of(r) or "",  # the sweep's instruction, if any
                     ]
                 )
     return buffer.getvalue()
@@ -459,8 +472,12 @@ def write_report(
         raise BindkitError(f"--out {target}: use a {', '.join(FORMATS)} file name")
     plots = []
     if target.suffix in (".md", ".html"):
-        plot = plot_by_n(records, target.with_name(f"{target.stem}_saber_by_n.png"))
-        plots = [plot] if plot else []
+        from bindkit.results.instructions import instruction_of, plot_sweep
+
+        plain = [r for r in records if instruction_of(r) is None]
+        plot = plot_by_n(plain, target.with_name(f"{target.stem}_saber_by_n.png"))
+        sweep = plot_sweep(records, target.with_name(f"{target.stem}_instructions.png"))
+        plots = [p for p in (plot, sweep) if p]
     tables = build_tables(records, warn)
     names = [p.name for p in plots]
     text = {

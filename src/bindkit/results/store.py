@@ -45,9 +45,19 @@ def data_key(name: str, source: str) -> str:
     return f"{slug(name, 60)}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
-def result_path(out: Path, model: str, task: str, data: str, subset: str, pairing: str) -> Path:
-    """``data`` is a :func:`data_key`."""
-    return out / slug(model) / task / data / slug(subset) / f"{pairing}.json"
+def result_path(
+    out: Path,
+    model: str,
+    task: str,
+    data: str,
+    subset: str,
+    pairing: str,
+    instruction: str | None = None,
+) -> Path:
+    """``data`` is a :func:`data_key`; ``instruction`` names one run of an instruction sweep
+    (``<pairing>@<instruction>.json``)."""
+    name = pairing if instruction is None else f"{pairing}@{slug(instruction, 60)}"
+    return out / slug(model) / task / data / slug(subset) / f"{name}.json"
 
 
 _FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -114,8 +124,11 @@ def reusable(path: Path, provenance: dict[str, Any], policy: Policy) -> dict[str
     existing = read_result(path)
     if existing is None:
         return None
+    from bindkit.results.per_query import sidecar_problem
+
     if existing.get("provenance") == provenance:
-        return existing
+        # its per-query scores went missing or were overwritten: recompute them
+        return existing if sidecar_problem(path, existing) is None else None
     if policy == "never":
         raise BindkitError(
             f"{path}: exists but was produced by another model, data or options; "
@@ -132,6 +145,7 @@ def write_result(
     data: dict[str, Any],
     result: dict[str, Any],
     seconds: float,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     from bindkit import __version__
 
@@ -153,6 +167,17 @@ def write_result(
         "partial": result.get("partial") is True,  # scored without some images
         "seconds": round(seconds, 3),
     }
+    if result.get("per_query") is not None:  # the sidecar first: the JSON names its hash
+        from bindkit.results.per_query import normalise, write_sidecar
+
+        where = f"{provenance['task']} {provenance['subset']} {provenance['pairing']}"
+        try:
+            items = normalise(result["per_query"], where)
+        except BindkitError as exc:  # a task's bug costs its per-query scores, not the result
+            if warn is not None:
+                warn(f"warning: {exc}; the result is stored without per-query scores")
+        else:
+            record["per_query"] = write_sidecar(path, items)
     atomic_write_text(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record
 
@@ -169,12 +194,12 @@ def collect(root: str | Path, warn: Callable[[str], None] | None = None) -> list
 def collect_paths(
     root: str | Path, warn: Callable[[str], None] | None = None
 ) -> list[tuple[Path, dict[str, Any]]]:
-    """:func:`collect` with each record's file."""
+    """:func:`collect` with each record's file (``root`` may also be one result file)."""
     root = Path(root)
     if not root.exists():
         raise BindkitError(f"{root}: not found; pass the --out directory of `bindkit eval`")
     found = []
-    for path in sorted(root.rglob("*.json")):
+    for path in [root] if root.is_file() else sorted(root.rglob("*.json")):
         record, problem = _read(path)
         if record is not None:
             found.append((path, record))

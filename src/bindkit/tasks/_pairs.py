@@ -70,7 +70,14 @@ def evaluate_pairs(
         index = np.array([x.tag for x in items])
         for name in ("text_score", "image_score", "group_score"):
             scores[f"{name}_by_tag"] = {t: float(per_item[name][index == t].mean()) for t in tags}
-    return {"scores": scores, "counts": {"items": n}}
+    ids = [x.id for x in items]
+    if len(set(ids)) != len(ids):  # ids that repeat cannot name items: their places do
+        ids = [str(k) for k in range(n)]
+    per_query = [  # the group score first: Winoground's, ColorSwap's and BiVLC's main score
+        {"metric": name, "ids": ids, "values": per_item[name].tolist()}
+        for name in ("group_score", "text_score", "image_score")
+    ]
+    return {"scores": scores, "counts": {"items": n}, "per_query": per_query}
 
 
 def tag_tables(task: str, what: str, records: list[dict[str, Any]]) -> list[Table]:

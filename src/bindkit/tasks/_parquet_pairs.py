@@ -111,7 +111,13 @@ class ParquetPairsTask(Task):
         items = dataset.payload[subset]
         where = f"{dataset.source} ({subset})"
         images = (images_of(items, 0, where), images_of(items, 1, where))
-        return evaluate_pairs(embedder, items, images, self.query_instruction(subset, ctx), None)
+        return evaluate_pairs(
+            embedder,
+            items,
+            images,
+            self.query_instruction(subset, ctx),
+            self.document_instruction(subset, ctx),
+        )
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         """Text (I2T), image (T2I) and group scores per type, where the data has types."""

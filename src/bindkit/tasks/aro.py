@@ -196,6 +196,7 @@ class ARO(Task):
         mask = _images.present(
             [r["image_path"] for r in rows], root, f"aro {subset}", self.metadata.published, ctx
         )
+        numbers = [str(k) for k, ok in enumerate(mask) if ok]  # the item's place in the file
         rows = [r for r, ok in zip(rows, mask, strict=True) if ok]
         if not rows:
             return None
@@ -215,7 +216,7 @@ class ARO(Task):
         texts = embedder.embed_texts(
             [r["true_caption"] for r in rows] + [r["false_caption"] for r in rows],
             role="document",
-            instruction=self.metadata.document_instruction,
+            instruction=self.document_instruction(subset, ctx),
         )
         n = len(rows)
         correct = beats(rowdot(images, texts[:n]), rowdot(images, texts[n:]), "wrong")
@@ -231,7 +232,9 @@ class ARO(Task):
             "missing_images": int((~mask).sum()),
             "groups_averaged": len(per_group),
         }
-        return {"scores": scores, "counts": counts}
+        # the main score is the macro average over groups; per-query credit is the micro one's
+        per_query = {"metric": "correct", "ids": numbers, "values": correct.tolist()}
+        return {"scores": scores, "counts": counts, "per_query": per_query}
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         """VG-Relation's per-relation and VG-Attribution's per-attribute-pair accuracy: the
@@ -300,7 +303,7 @@ class ARO(Task):
             _images.refs(found, root), role="query", instruction=self.query_instruction(subset, ctx)
         )
         text_vectors = embedder.embed_texts(
-            texts, role="document", instruction=self.metadata.document_instruction
+            texts, role="document", instruction=self.document_instruction(subset, ctx)
         )
         image_index = np.array([where[item_image[i]] for i in keep])
         option_index = np.array([[text_at[t] for t in options[i]] for i in keep])
@@ -308,4 +311,10 @@ class ARO(Task):
         correct = order.score_order(scores)
         counts["scored"] = len(keep)
         counts["same_as_caption"] = int((option_index[:, 1:] == option_index[:, :1]).any(1).sum())
-        return {"scores": {"accuracy": float(correct.mean())}, "counts": counts}
+        # ids: the caption's place among all captions of the split, in file order
+        per_query = {"metric": "correct", "ids": [str(i) for i in keep], "values": correct.tolist()}
+        return {
+            "scores": {"accuracy": float(correct.mean())},
+            "counts": counts,
+            "per_query": per_query,
+        }

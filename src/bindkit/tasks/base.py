@@ -124,6 +124,7 @@ class EvalContext:
     image_root: Path | None = None
     warn: Any = None  # callable(str) for notes such as missing images
     allow_missing_images: bool = False  # score the rest (a partial result) instead of stopping
+    document_instruction: str | None = None  # the user's document-side override
 
     def note(self, message: str) -> None:
         if self.warn is not None:
@@ -189,9 +190,23 @@ class Task(ABC):
             return ctx.query_instruction
         return self.metadata.query_instruction
 
+    def document_instruction(self, subset: str, ctx: EvalContext) -> str | None:
+        """The user's document-side instruction (an ``--instructions`` entry), else the task's."""
+        if ctx.document_instruction is not None:
+            return ctx.document_instruction
+        return self.metadata.document_instruction
+
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         """Task-owned report tables beyond the per-subset main-score table."""
         return []
+
+    def describe_ids(
+        self, dataset: Dataset, subset: str, pairing: str
+    ) -> dict[str, tuple[str, str]]:
+        """What the ids of this task's per-query scores on (subset, pairing) show in ``bindkit
+        compare``'s contact sheet: id → ``("text", text)`` or ``("image", image file)``; an id
+        not in it is shown as it is."""
+        return {}
 
 
 def embed(
@@ -318,6 +333,8 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
     """``--data`` if given, else ``$BINDKIT_DATA/<data_dir>``; None for a task that has a
     built-in set. A missing path is one line naming the expected path and the publisher."""
     where = f"; {meta.name} is published at {meta.published}" if meta.published else ""
+    if _fetchable(meta):
+        where += f"; `bindkit fetch {meta.name}` downloads it"
     if data is None and meta.data_dir is not None:
         root = os.environ.get(DATA_ENV)
         if not root:
@@ -328,7 +345,15 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
         data = Path(root) / meta.data_dir
     if data is None:
         return None
-    path = Path(data)
+    from bindkit.hub.read import local_path  # a `bindkit export` folder or hf:ID reads as files
+
+    path = local_path(data)
     if not path.exists():
         raise BindkitError(f"--data {path}: not found; expected {meta.data_help}{where}")
     return path
+
+
+def _fetchable(meta: TaskMetadata) -> bool:
+    from bindkit.fetch.sources import SOURCES
+
+    return meta.name in SOURCES

@@ -185,7 +185,13 @@ class MMEB(Task):
             for r in keep
         ]
         counts = {"rows": len(rows), "scored": len(keep), "missing_images": int((~mask).sum())}
-        return {"scores": {"hit_at_1": float(np.mean(credit))}, "counts": counts}
+        number = {id(r): k for k, r in enumerate(rows)}  # rows have no ids: their file order
+        per_query = {"metric": "hit", "ids": [str(number[id(r)]) for r in keep], "values": credit}
+        return {
+            "scores": {"hit_at_1": float(np.mean(credit))},
+            "counts": counts,
+            "per_query": per_query,
+        }
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         """Mean Hit@1 per meta-task and overall (over the subsets each model has)."""

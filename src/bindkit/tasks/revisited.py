@@ -21,7 +21,7 @@ from bindkit._io import sha256_file
 from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.metrics.instance import KAPPAS, revisited_maps
+from bindkit.metrics.instance import KAPPAS, rankings, revisited_aps, revisited_maps
 from bindkit.tasks import _images
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
@@ -84,14 +84,32 @@ class _Revisited(Task):
         x = embedder.embed_images(
             [ImageRef(root / n) for n in names],
             role="document",
-            instruction=self.metadata.document_instruction,
+            instruction=self.document_instruction(subset, ctx),
         )
         gnd = [
             {k: [int(i) for i in np.ravel(g.get(k, []))] for k in ("easy", "hard", "junk")}
             for g in cfg["gnd"]
         ]
-        scores = revisited_maps(q @ x.T, gnd)
-        return {"scores": scores, "counts": {"queries": len(q), "database": len(x)}}
+        similarity = q @ x.T
+        scores = revisited_maps(similarity, gnd)
+        top = [[names[j] for j in row[:5]] for row in rankings(similarity)]
+        per_query = [  # medium first: the main score's
+            {"metric": f"ap_{s}", "ids": qnames, "values": aps.tolist(), "top": top}
+            for s, aps in sorted(revisited_aps(similarity, gnd).items(), key=_medium_first)
+        ]
+        counts = {"queries": len(q), "database": len(x)}
+        return {"scores": scores, "counts": counts, "per_query": per_query}
+
+    def describe_ids(
+        self, dataset: Dataset, subset: str, pairing: str
+    ) -> dict[str, tuple[str, str]]:
+        cfg, root = dataset.payload
+        names = [f"{n}.jpg" for n in [*cfg["qimlist"], *cfg["imlist"]]]
+        return {n: ("image", str(root / n)) for n in names}
+
+
+def _medium_first(item: tuple[str, Any]) -> int:
+    return ("medium", "easy", "hard").index(item[0])
 
 
 def _crop(path: Path, bbx: Any) -> Any:

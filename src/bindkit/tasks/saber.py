@@ -18,7 +18,7 @@ from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.containment import fraction_above
 from bindkit.metrics.mcq import winner_shares
-from bindkit.metrics.retrieval import average_precision, group_ends
+from bindkit.metrics.retrieval import average_precision, group_ends, top_k
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 from bindkit.saber.io import CANDIDATE_ROLES, MCQ, Item, SaberSet, read_saber, role_positions
 from bindkit.tasks.base import PAIRINGS, Dataset, EvalContext, Task, TaskMetadata, embed
@@ -111,12 +111,30 @@ class SaberTask(Task):
             self.query_instruction(subset, ctx),
         )
         g = embed(
-            embedder, candidate_modality, _inputs(saber, candidates, candidate_modality), "document"
+            embedder,
+            candidate_modality,
+            _inputs(saber, candidates, candidate_modality),
+            "document",
+            self.document_instruction(subset, ctx),
         )
         result = score_saber(mcqs, q, g, swap_supersets=self.swap_supersets)
         if missing is not None:
             result["counts"] |= {"missing_images": missing, "mcqs_total": len(saber.mcqs)}
         return result
+
+    def describe_ids(
+        self, dataset: Dataset, subset: str, pairing: str
+    ) -> dict[str, tuple[str, str]]:
+        """MCQ ids show their query, candidate ids the candidate, in the pairing's modality."""
+        saber: SaberSet = dataset.payload
+        query_modality, candidate_modality = PAIRINGS[pairing]
+
+        def shown(item: Item, modality: str) -> tuple[str, str]:
+            path = saber.image_path(item) if modality == "image" else None
+            return ("image", str(path)) if path is not None else ("text", item.text)
+
+        out = {c.id: shown(c, candidate_modality) for m in saber.mcqs for c in m.candidates}
+        return out | {m.id: shown(m.query, query_modality) for m in saber.mcqs}
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         from bindkit.results.report import group_by_data
@@ -225,6 +243,18 @@ def score_saber(
     mcq_scores = np.einsum("md,mkd->mk", queries, gallery[by_role])
     shares = winner_shares(mcq_scores)
     credit = shares[:, 0]
+    gallery_ids = [c.id for x in mcqs for c in x.candidates]
+    per_query: list[dict[str, Any]] = [
+        {
+            "metric": "correct",
+            "ids": [x.id for x in mcqs],
+            "values": credit.tolist(),
+            "top": [  # the four options, best first
+                [gallery_ids[j] for j in by_role[i][np.argsort(-mcq_scores[i], kind="stable")]]
+                for i in range(m)
+            ],
+        }
+    ]
     ns = np.array([x.n for x in mcqs])
     kinds = np.array([x.kind for x in mcqs])
     scores: dict[str, Any] = {
@@ -246,6 +276,7 @@ def score_saber(
         scores["map_independent_by_n"] = _by(ap, ns[idx])
         scores["top4_occupancy"] = float(top4.mean())
         scores["top4_occupancy_by_n"] = _by(top4.astype(float), ns[idx])
+        per_query.append(_retrieval_per_query("ap_independent", mcqs, idx, ap, queries, gallery))
 
     nested = [i for i, x in enumerate(mcqs) if x.kind == "nested"]
     counts_out = {
@@ -287,11 +318,31 @@ def score_saber(
         ap = average_precision(queries[idx], gallery, relevant)
         scores["map_nested"] = float(ap.mean())
         scores["map_nested_by_n"] = _by(ap, ns[idx])
+        per_query.append(_retrieval_per_query("ap_nested", mcqs, idx, ap, queries, gallery))
         for name, (key, _column) in CONTAINMENT.items():
             scores[key] = _above(queries, gallery, pairs[name])
             counts_out[f"{key}_comparisons"] = len(pairs[name])
         counts_out["swap_candidates_containing_query"] = swaps_containing
-    return {"scores": scores, "counts": counts_out}
+    return {"scores": scores, "counts": counts_out, "per_query": per_query}
+
+
+def _retrieval_per_query(
+    metric: str,
+    mcqs: list[MCQ],
+    idx: np.ndarray,
+    ap: np.ndarray,
+    queries: np.ndarray,
+    gallery: np.ndarray,
+) -> dict[str, Any]:
+    """AP per query of a gallery retrieval, with each query's top-5 gallery candidates."""
+    gallery_ids = [c.id for x in mcqs for c in x.candidates]
+    best = top_k(queries[idx], gallery, 5)
+    return {
+        "metric": metric,
+        "ids": [mcqs[i].id for i in idx],
+        "values": np.asarray(ap, dtype=np.float64).tolist(),
+        "top": [[gallery_ids[j] for j in row] for row in best],
+    }
 
 
 def _by(values: np.ndarray, keys: np.ndarray) -> dict[str, float]:

@@ -33,6 +33,7 @@ SUBSETS = (
     "swap_att",
 )
 FIELDS = ("filename", "caption", "negative_caption")
+KEY = "_key"  # the item's key in the published file: its id in per-query scores
 COCO = "COCO val2017 images (http://images.cocodataset.org/zips/val2017.zip)"
 
 
@@ -58,11 +59,12 @@ def read_sugarcrepe(directory: Path) -> tuple[dict[str, list[dict[str, str]]], d
         raw = read_json(path, f"the published SugarCrepe file {subset}.json")
         if not isinstance(raw, dict) or not raw:
             raise DataFormatError(f"{path}: expected an object of items keyed by index")
-        rows = list(raw.values())  # iterate values: the keys have gaps
         for key, row in raw.items():
             for field in FIELDS:
                 if not isinstance(row, dict) or not isinstance(row.get(field), str):
                     raise DataFormatError(f"{path}: item {key!r}: field {field!r} must be a string")
+        # iterate values, never range(n): the keys have gaps; each row keeps its key as its id
+        rows = [{**row, KEY: str(key)} for key, row in raw.items()]
         items[subset], files[subset] = rows, path
     return items, files
 
@@ -112,11 +114,16 @@ class SugarCrepe(Task):
         texts = embedder.embed_texts(
             [r["caption"] for r in rows] + [r["negative_caption"] for r in rows],
             role="document",
-            instruction=self.metadata.document_instruction,
+            instruction=self.document_instruction(subset, ctx),
         )
         correct = score_sugarcrepe(images, texts[: len(rows)], texts[len(rows) :])
         counts["scored"] = len(rows)
-        return {"scores": {"accuracy": float(correct.mean())}, "counts": counts}
+        per_query = {"metric": "correct", "ids": [r[KEY] for r in rows], "values": correct.tolist()}
+        return {
+            "scores": {"accuracy": float(correct.mean())},
+            "counts": counts,
+            "per_query": per_query,
+        }
 
 
 def score_sugarcrepe(images: np.ndarray, positive: np.ndarray, negative: np.ndarray) -> np.ndarray:

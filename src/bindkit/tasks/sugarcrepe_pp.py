@@ -91,6 +91,7 @@ class SugarCrepePP(Task):
     ) -> dict[str, Any] | None:
         data: SCPPData = dataset.payload
         rows = data.items[subset]
+        ids = [str(r.get("id", k)) for k, r in enumerate(rows)]  # the published id
         counts: dict[str, int] = {
             "items": len(rows),
             "caption_equals_negative": sum(r["caption"] == r["negative_caption"] for r in rows),
@@ -101,12 +102,17 @@ class SugarCrepePP(Task):
             mask = _images.present(names, data.image_root, where, COCO, ctx)
             counts["missing_images"] = int((~mask).sum())
             rows = [r for r, ok in zip(rows, mask, strict=True) if ok]
+            ids = [i for i, ok in zip(ids, mask, strict=True) if ok]
             if not rows:
                 return None
-        p1, p2, n = _embed_captions(embedder, rows, self.metadata.document_instruction)
+        p1, p2, n = _embed_captions(embedder, rows, self.document_instruction(subset, ctx))
         if pairing == "tt":
             correct = score_tot(p1, p2, n)
-            return {"scores": {"tot_accuracy": float(correct.mean())}, "counts": counts}
+            return {
+                "scores": {"tot_accuracy": float(correct.mean())},
+                "counts": counts,
+                "per_query": {"metric": "correct", "ids": ids, "values": correct.tolist()},
+            }
         assert data.image_root is not None
         images = embedder.embed_images(
             _images.refs([r["filename"] for r in rows], data.image_root),
@@ -121,7 +127,8 @@ class SugarCrepePP(Task):
             "image_p1_neg": float(beats(rowdot(images, p1), negative).mean()),
             "image_p2_neg": float(beats(rowdot(images, p2), negative).mean()),
         }
-        return {"scores": scores, "counts": counts}
+        per_query = {"metric": "correct", "ids": ids, "values": correct.tolist()}
+        return {"scores": scores, "counts": counts, "per_query": per_query}
 
 
 def _embed_captions(

@@ -111,4 +111,9 @@ def score_triplets(
     scores: dict[str, Any] = {"triplet_accuracy": triplet_accuracy(positive, negative)}
     if breakdown:
         scores["triplet_accuracy_by"] = breakdown
-    return {"scores": scores, "counts": {"triplets": len(rows)}}
+    # a row's "id" names it, unless some row lacks one or ids repeat: then its row number
+    ids = [str(r.get("id")) for r in rows]
+    if len(set(ids)) != len(ids) or not all(isinstance(r.get("id"), str | int) for r in rows):
+        ids = [str(i + 1) for i in range(len(rows))]
+    per_query = {"metric": "correct", "ids": ids, "values": correct.astype(float).tolist()}
+    return {"scores": scores, "counts": {"triplets": len(rows)}, "per_query": per_query}

@@ -83,7 +83,7 @@ class Winoground(Task):
                 _images.refs([x.image_1 for x in keep], root),
             ),
             self.query_instruction(subset, ctx),
-            self.metadata.document_instruction,
+            self.document_instruction(subset, ctx),
         )
         result["counts"] |= {"missing_images": int((~mask).sum()), "items_total": n}
         return result

@@ -214,8 +214,15 @@ class BaseTrainConfig:
                 raise BindkitError(f"{flag} {value}: give a whole number {allowed}")
             if not math.isfinite(value) or value not in allowed:
                 raise BindkitError(f"{flag} {value}: give a finite number {allowed}")
+        from bindkit.hub.read import local_path
+
         for name in self.DATA_FIELDS:
             value = getattr(self, name)
+            if value is not None:  # an exported split (HFDIR:train, hf:ID:val) trains as its file
+                local = local_path(value, option=f"--{_flag(name)}")
+                if local != Path(value):
+                    value = str(local)
+                    setattr(self, name, value)
             if value is not None and not Path(value).is_file():
                 raise BindkitError(f"--{_flag(name)} {value}: file not found")
 

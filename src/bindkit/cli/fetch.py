@@ -1,0 +1,52 @@
+"""``bindkit fetch TASK``: download a benchmark's official files into the layout it reads."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "fetch",
+        help="download a benchmark's official files into $BINDKIT_DATA/TASK",
+        description="Download a benchmark's files from where they are published (Hugging Face "
+        "datasets, GitHub, the publishers' sites) into the layout `bindkit eval --task TASK` "
+        "reads, resuming cut-off downloads and checking the sha256 bindkit pins; prints the "
+        "licence that applies.",
+    )
+    parser.add_argument("task", nargs="?", default=None, help="task name (see --list)")
+    parser.add_argument(
+        "--to", type=Path, default=None, help="folder to fill (default: $BINDKIT_DATA/TASK)"
+    )
+    parser.add_argument(
+        "--no-images",
+        dest="images",
+        action="store_false",
+        help="skip the image archives (text-only pairings)",
+    )
+    parser.add_argument("--list", action="store_true", help="list the fetchable tasks and exit")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    parser.set_defaults(handler=_fetch)
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    from bindkit.errors import BindkitError
+    from bindkit.fetch.run import fetch
+    from bindkit.fetch.sources import SOURCES
+
+    if args.list:
+        for name, plan in sorted(SOURCES.items()):
+            print(f"{name:<14} {plan.license}")
+        return 0
+    if args.task is None:
+        raise BindkitError("fetch: name a task (bindkit fetch --list shows them)")
+    fetch(
+        args.task,
+        args.to,
+        images=args.images,
+        log=None if args.quiet else print,
+        progress=not args.quiet,
+    )
+    return 0

@@ -1,0 +1,426 @@
+"""Per-query comparison of two results of one task: wins, losses, ties, a sign test, and a
+contact sheet of the queries that differ most.
+
+Two per-query scores are tied when they are at most :data:`bindkit.metrics.TIE_EPS` apart (the
+project's tie rule). The sign test is the exact two-sided binomial test of wins against losses
+(ties dropped): ``p = min(1, 2 * P(X <= min(wins, losses)))`` with ``X ~ Binomial(wins +
+losses, 1/2)``. A query scored by one side only (NaN, or absent) is left out and counted.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import math
+import os
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindkit._io import atomic_write_text
+from bindkit.errors import BindkitError
+from bindkit.metrics import TIE_EPS
+from bindkit.results.per_query import PerQuery, read_per_query
+from bindkit.results.store import collect_paths
+from bindkit.results.tables import Table, label
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Wins (A above B), losses and ties per query, from two aligned arrays."""
+
+    wins: int
+    losses: int
+    ties: int
+    mean_difference: float  # mean of A - B over the compared queries
+    p_value: float
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Exact two-sided sign test p-value (1.0 when there is nothing but ties).
+
+    Example:
+        >>> sign_test(9, 1)
+        0.021484375
+    """
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    low = min(wins, losses)
+    tail = Fraction(sum(math.comb(n, k) for k in range(low + 1)), 2**n)
+    return float(min(Fraction(1), 2 * tail))
+
+
+def outcome(a: np.ndarray, b: np.ndarray) -> Outcome:
+    """Compare per-query scores ``a`` and ``b`` (same queries, same order; no NaN)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    diff = a - b
+    tied = np.abs(diff) <= TIE_EPS
+    wins = int(((diff > 0) & ~tied).sum())
+    losses = int(((diff < 0) & ~tied).sum())
+    mean = float(diff.mean()) if len(diff) else float("nan")
+    return Outcome(wins, losses, int(tied.sum()), mean, sign_test(wins, losses))
+
+
+@dataclass
+class Side:
+    """One result in a comparison: its file, record and the chosen per-query score."""
+
+    path: Path
+    record: dict[str, Any]
+    scores: PerQuery
+
+
+@dataclass
+class Comparison:
+    a: Side
+    b: Side
+    ids: list[str]  # compared queries, in A's order
+    a_values: np.ndarray
+    b_values: np.ndarray
+    result: Outcome
+    left_out: int  # queries scored by one side only
+
+    @property
+    def metric(self) -> str:
+        return self.a.scores.metric
+
+    def labels(self) -> tuple[str, str]:
+        a, b = label(self.a.record), label(self.b.record)
+        return (f"A: {a}", f"B: {b}") if a == b else (a, b)
+
+
+def find_result(
+    root: Path,
+    task: str,
+    subset: str | None = None,
+    pairing: str | None = None,
+    instruction: str | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    """The one result of ``task`` (and ``subset``, ``pairing``, sweep ``instruction``) under
+    ``root`` (a results directory or a result file).
+
+    Raises:
+        BindkitError: none or several match (naming what is there).
+    """
+    from bindkit.results.instructions import instruction_of
+
+    found = [(p, r) for p, r in collect_paths(root) if r["task"] == task]
+    if not found:
+        raise BindkitError(f"{root}: holds no {task} result; pass the --out of `bindkit eval`")
+    for what, wanted, get in (
+        ("--subset", subset, lambda r: str(r.get("subset"))),
+        ("--pairing", pairing, lambda r: str(r["pairing"])),
+        ("--instruction", instruction, instruction_of),
+    ):
+        present = sorted({str(get(r)) for _p, r in found})
+        if wanted is not None or what == "--instruction":
+            found = [(p, r) for p, r in found if get(r) == wanted]
+            if not found:
+                raise BindkitError(
+                    f"{root}: no {task} result with {what} {wanted}; present: {', '.join(present)}"
+                )
+        elif len(present) > 1:
+            raise BindkitError(f"{root}: {task} results of several; pass {what} (one of "
+                               f"{', '.join(present)})")  # fmt: skip
+    if len(found) > 1:
+        files = ", ".join(str(p) for p, _r in found[:3])
+        raise BindkitError(
+            f"{root}: {len(found)} matching {task} results ({files}); pass the result file itself"
+        )
+    return found[0]
+
+
+def _side(path: Path, record: dict[str, Any], metric: str | None) -> Side:
+    from bindkit import __version__
+
+    items = read_per_query(path, record)
+    if not items:
+        raise BindkitError(
+            f"{path}: has no per-query scores; rerun `bindkit eval` with bindkit {__version__} "
+            "(--overwrite always) to store them"
+        )
+    if metric is None:
+        return Side(path, record, items[0])
+    for item in items:
+        if item.metric == metric:
+            return Side(path, record, item)
+    names = ", ".join(i.metric for i in items)
+    raise BindkitError(f"--metric {metric}: {path} has no such per-query score; use {names}")
+
+
+def compare_results(
+    a: str | Path,
+    b: str | Path,
+    *,
+    task: str,
+    subset: str | None = None,
+    pairing: str | None = None,
+    metric: str | None = None,
+    instruction: str | None = None,
+) -> Comparison:
+    """Compare two results of ``task`` query by query (see the module docstring).
+
+    ``a`` and ``b`` are result files or results directories holding one matching result each;
+    ``metric`` picks one of the per-query scores (default: the main score's).
+
+    Raises:
+        BindkitError: a result is missing or has no per-query scores, or the two are on
+            different data, subsets or pairings.
+    """
+    path_a, rec_a = find_result(Path(a), task, subset, pairing, instruction)
+    path_b, rec_b = find_result(Path(b), task, subset, pairing, instruction)
+    for key in ("subset", "pairing"):
+        if rec_a.get(key) != rec_b.get(key):
+            raise BindkitError(
+                f"{path_a} and {path_b}: {key} {rec_a.get(key)} vs {rec_b.get(key)}; pass --{key}"
+            )
+    hash_a = rec_a["provenance"].get("data_sha256")
+    hash_b = rec_b["provenance"].get("data_sha256")
+    if hash_a != hash_b:
+        raise BindkitError(
+            f"{path_a} and {path_b}: scored on different data (sha256 {str(hash_a)[:12]} vs "
+            f"{str(hash_b)[:12]}); compare results of the same data"
+        )
+    side_a = _side(path_a, rec_a, metric)
+    side_b = _side(path_b, rec_b, side_a.scores.metric)
+    at_b = {q: i for i, q in enumerate(side_b.scores.ids)}
+    ids, left_out = [], 0
+    rows_a, rows_b = [], []
+    for i, q in enumerate(side_a.scores.ids):
+        j = at_b.get(q)
+        if j is None or np.isnan(side_a.scores.values[i]) or np.isnan(side_b.scores.values[j]):
+            left_out += 1
+            continue
+        ids.append(q)
+        rows_a.append(i)
+        rows_b.append(j)
+    left_out += len(set(at_b) - set(side_a.scores.ids))
+    if not ids:
+        raise BindkitError(f"{path_a} and {path_b}: no query scored by both; nothing to compare")
+    a_values = side_a.scores.values[rows_a]
+    b_values = side_b.scores.values[rows_b]
+    return Comparison(
+        side_a, side_b, ids, a_values, b_values, outcome(a_values, b_values), left_out
+    )
+
+
+def summary_table(c: Comparison) -> Table:
+    a, b = c.labels()
+    r = c.result
+    rec = c.a.record
+    title = f"{rec['task']} {rec.get('subset')} {rec['pairing']}: per-query {c.metric}, {a} vs {b}"
+    columns = ["queries", f"{a} better", f"{b} better", "tied", "mean A - B", "sign test p"]
+    if c.left_out:
+        columns.append("left out")
+    row = [
+        str(len(c.ids)),
+        str(r.wins),
+        str(r.losses),
+        str(r.ties),
+        f"{r.mean_difference:+.4f}",
+        f"{r.p_value:.3g}",
+    ]
+    return Table(title, columns, [row + ([str(c.left_out)] if c.left_out else [])])
+
+
+def largest(c: Comparison, n: int) -> list[int]:
+    """Indices (into ``c.ids``) of the ``n`` queries with the largest |A - B|, ties excluded."""
+    diff = c.a_values - c.b_values
+    order = np.argsort(-np.abs(diff), kind="stable")
+    return [int(i) for i in order if abs(diff[i]) > TIE_EPS][:n]
+
+
+Resolver = Callable[[str], tuple[str, str]]
+
+
+def resolver(record: dict[str, Any], warn: Callable[[str], None] | None = None) -> Resolver:
+    """id → ("text", text) / ("image", path) / ("id", id), from the result's recorded data
+    source and image root (reloaded through its task); ids only when the data is gone."""
+    from bindkit.tasks.base import get_task
+
+    data = record["data"]
+    source = str(data.get("source", ""))
+    options = record.get("options")
+    root = options.get("image_root") if isinstance(options, dict) else None
+    table: dict[str, tuple[str, str]] = {}
+    try:
+        task = get_task(record["task"])
+        path = None if source.startswith("builtin:") else Path(source)
+        dataset = task.load(path, image_root=None if root is None else Path(root))
+        if dataset.sha256 != data.get("sha256") and warn is not None:
+            warn(f"warning: {source}: changed since the result was computed; the sheet shows it")
+        table = task.describe_ids(dataset, str(record.get("subset")), str(record["pairing"]))
+    except (BindkitError, OSError) as exc:
+        if warn is not None:
+            warn(f"warning: {source}: cannot be read for the contact sheet ({exc}); ids only")
+    # an id the task does not describe: an image file under --image-root, or under the data
+    # source's folder or one of its subfolders (e.g. jpg/), by the per-query convention
+    base = None if source.startswith("builtin:") or not source else Path(source)
+    base = base.parent if base is not None and base.is_file() else base
+    roots = [Path(p) for p in (root, base) if p is not None]
+
+    def resolve(item: str) -> tuple[str, str]:
+        if item in table:
+            return table[item]
+        for folder in roots:
+            if (folder / item).is_file():
+                return "image", str(folder / item)
+            found = next((p for p in folder.glob(f"*/{item}") if p.is_file()), None)
+            if found is not None:
+                return "image", str(found)
+        return "id", item
+
+    return resolve
+
+
+def per_query_csv(c: Comparison) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    a, b = c.labels()
+    writer.writerow(["query", f"{c.metric} {a}", f"{c.metric} {b}", "difference", "outcome"])
+    for q, x, y in zip(c.ids, c.a_values, c.b_values, strict=True):
+        d = float(x - y)
+        verdict = "tie" if abs(d) <= TIE_EPS else ("A" if d > 0 else "B")
+        writer.writerow([q, repr(float(x)), repr(float(y)), repr(d), verdict])
+    return buffer.getvalue()
+
+
+def _cell_html(shown: tuple[str, str], out: Path) -> str:
+    kind, value = shown
+    if kind == "image":
+        link = html.escape(os.path.relpath(value, out))
+        return f'<a href="{link}"><img src="{link}" alt="{link}" width="120"></a>'
+    return f"<span>{html.escape(value)}</span>"
+
+
+def sheet_html(c: Comparison, rows: list[int], resolve: Resolver, out: Path) -> str:
+    a, b = c.labels()
+    body = []
+    for i in rows:
+        q = c.ids[i]
+        tops = []
+        for side in (c.a, c.b):
+            j = side.scores.ids.index(q)
+            top = side.scores.top[j] if side.scores.top else ()
+            cells = "".join(f"<td>{_cell_html(resolve(t), out)}</td>" for t in top)
+            tops.append(cells or "<td>(no top-5 recorded)</td>")
+        body.append(
+            f"<tr><th rowspan='2'>{html.escape(q)}<br>{_cell_html(resolve(q), out)}<br>"
+            f"{html.escape(a)} {c.a_values[i]:.3f} · {html.escape(b)} {c.b_values[i]:.3f}</th>"
+            f"<td class='who'>{html.escape(a)}</td>{tops[0]}</tr>"
+            f"<tr><td class='who'>{html.escape(b)}</td>{tops[1]}</tr>"
+        )
+    style = (
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;max-width:14em}"
+        ".who{font-weight:bold}"
+    )
+    title = html.escape(summary_table(c).title)
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
+        f"<style>{style}</style></head><body><h1>{title}</h1><p>Queries with the largest "
+        f"difference; each row: the query, then each model's top-5, best first.</p>"
+        f"<table>{''.join(body)}</table></body></html>\n"
+    )
+
+
+def sheet_png(c: Comparison, rows: list[int], resolve: Resolver, path: Path) -> Path | None:
+    """The contact sheet as a PNG: per query a row of the query and each model's top-5."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    a, b = c.labels()
+    k = max([len(t) for s in (c.a, c.b) for t in s.scores.top] or [0])
+    columns = 1 + 2 * max(k, 1)
+    fig, axes = plt.subplots(
+        len(rows), columns, figsize=(1.5 * columns, 1.6 * len(rows)), squeeze=False
+    )
+    for r, i in enumerate(rows):
+        q = c.ids[i]
+        cells = [(resolve(q), f"{q}\nA {c.a_values[i]:.3f} B {c.b_values[i]:.3f}")]
+        for name, side in ((a, c.a), (b, c.b)):
+            j = side.scores.ids.index(q)
+            top = list(side.scores.top[j]) if side.scores.top else []
+            top += [""] * (max(k, 1) - len(top))
+            cells += [(resolve(t) if t else ("id", ""), f"{name} #{n + 1}" if t else "")
+                      for n, t in enumerate(top)]  # fmt: skip
+        for ax, (shown, caption) in zip(axes[r], cells, strict=True):
+            _draw(ax, shown)
+            ax.set_title(caption, fontsize=5)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def _draw(ax: Any, shown: tuple[str, str]) -> None:
+    ax.set_xticks([])
+    ax.set_yticks([])
+    kind, value = shown
+    if kind == "image":
+        try:
+            from PIL import Image
+
+            with Image.open(value) as image:
+                image.thumbnail((160, 160))
+                ax.imshow(image.convert("RGB"))
+            return
+        except (ImportError, OSError):
+            value = os.path.basename(value)
+    ax.text(0.5, 0.5, textwrap.fill(value, 22), ha="center", va="center", fontsize=5, wrap=True)
+
+
+def write_comparison(
+    c: Comparison,
+    out: str | Path,
+    *,
+    sheet: int = 12,
+    warn: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """Write ``compare.md`` (the summary), ``per_query.csv`` and, for the ``sheet`` queries
+    that differ most, ``contact_sheet.html`` and ``contact_sheet.png``; returns the paths."""
+    from bindkit.results.report import to_markdown
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BindkitError(f"--out {out}: is a file; pass a directory for the comparison")
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    a, b = c.labels()
+    table = summary_table(c)
+    sources = Table(
+        "Results compared",
+        ["side", "model", "file"],
+        [["A", a, str(c.a.path)], ["B", b, str(c.b.path)]],
+    )
+    md = to_markdown([table, sources])
+    target = out / "compare.md"
+    atomic_write_text(target, md.replace("# bindkit report", "# bindkit compare", 1))
+    written.append(target)
+    target = out / "per_query.csv"
+    atomic_write_text(target, per_query_csv(c))
+    written.append(target)
+    rows = largest(c, sheet)
+    if rows:
+        resolve = resolver(c.a.record, warn)
+        target = out / "contact_sheet.html"
+        atomic_write_text(target, sheet_html(c, rows, resolve, out))
+        written.append(target)
+        png = sheet_png(c, rows, resolve, out / "contact_sheet.png")
+        if png is not None:
+            written.append(png)
+    return written
