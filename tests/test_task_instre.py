@@ -121,24 +121,30 @@ EXPECTED = {
 }
 
 
-def test_instre_subsets_on_a_fixture(tmp_path: Path) -> None:
+def _query_key(path: str, crop: bool) -> str:
+    """What PathEmbedder sees of a query: the 6 × 6 crop of its box, or the whole file."""
+    return "rgb" + "-".join(map(str, QUERY_COLOURS[path])) + "@6x6" if crop else path
+
+
+@pytest.mark.parametrize("crop", [None, False, True], ids=["default", "whole", "crop"])
+def test_instre_subsets_on_a_fixture(tmp_path: Path, crop: bool | None) -> None:
+    """Queries whole by default (no official INSTRE script crops them); ``crop=true`` cuts each
+    to its ``gnd_instre.mat`` box."""
     ndcg_score = pytest.importorskip("sklearn.metrics").ndcg_score
     from bindkit.evaluation import evaluate
+    from bindkit.tasks.base import get_task
 
     root = tmp_path / "instre"
     _write_release(root)
+    task = get_task("instre", {} if crop is None else {"crop": str(crop).lower()})
     records = evaluate(
-        [PathEmbedder()], task="instre", data=root, out=tmp_path / "r", cache=False, verbose=False
+        [PathEmbedder()], task=task, data=root, out=tmp_path / "r", cache=False, verbose=False
     )
     got = {r["subset"]: r for r in records}
     assert sorted(got) == sorted(EXPECTED)
+    assert all(r["options"]["crop"] is bool(crop) for r in records)
     for subset, (queries, gallery, gains) in EXPECTED.items():
-        q = np.stack(
-            [
-                PathEmbedder.vector("rgb" + "-".join(map(str, QUERY_COLOURS[p])) + "@6x6")
-                for p in queries
-            ]
-        )
+        q = np.stack([PathEmbedder.vector(_query_key(p, bool(crop))) for p in queries])
         x = np.stack([PathEmbedder.vector(p) for p in gallery])
         sim = q @ x.T
         g = np.array(gains, np.float64)
@@ -179,3 +185,13 @@ def test_instre_per_query_and_missing_files(tmp_path: Path) -> None:
     (root / M1).unlink()
     with pytest.raises(BindkitError, match=r"instre: 1 of 8 images missing"):
         task.evaluate(PathEmbedder(), dataset, "M_to_SM", "ii", EvalContext())
+
+
+def test_instre_crop_option_is_typed() -> None:
+    from bindkit.errors import BindkitError
+    from bindkit.tasks.base import get_task
+
+    assert get_task("instre").crop is False
+    assert get_task("instre", {"crop": "yes"}).crop is True
+    with pytest.raises(BindkitError, match="crop=maybe: not a valid bool"):
+        get_task("instre", {"crop": "maybe"})

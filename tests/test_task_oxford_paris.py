@@ -240,6 +240,55 @@ def test_sculptures6k_reads_the_oxford_convention(tmp_path: Path) -> None:
     assert again["counts"]["database"] == 7 and again["scores"]["map"] < EXPECTED_AP
 
 
+@pytest.mark.parametrize(
+    ("name", "archives"),
+    [
+        ("oxford5k", ("oxbuild_images-v1.tgz",)),
+        ("paris6k", ("paris_1-v1.tgz", "paris_2-v1.tgz")),
+    ],
+)
+def test_missing_files_name_the_current_vgg_archives(
+    tmp_path: Path, name: str, archives: tuple[str, ...]
+) -> None:
+    """The image archives as the VGG pages serve them now (revisitop's python/download.py)."""
+    from bindkit.errors import DataFormatError
+    from bindkit.tasks.base import get_task
+
+    with pytest.raises(DataFormatError) as caught:
+        get_task(name).load(tmp_path)
+    assert all(a in str(caught.value) for a in archives)
+
+
+def test_sculptures6k_needs_both_halves(tmp_path: Path) -> None:
+    """The ground truth names images of train/ and test/ alike: the default root (both halves)
+    ranks them all; an image root holding one half is refused with a line saying to pass both."""
+    from bindkit.errors import BindkitError
+    from bindkit.tasks.base import EvalContext, get_task
+
+    pil = pytest.importorskip("PIL.Image")
+    data = tmp_path / "sculptures6k"
+    (data / "gt").mkdir(parents=True)
+    for half, names in (("train", ["s_a1"]), ("test", ["s_q", "s_a2", "s_b"])):
+        (data / "images" / half).mkdir(parents=True)
+        for n in names:
+            colour = (0, 0, 255) if n == "s_b" else (255, 0, 0)
+            pil.new("RGB", (8, 8), colour).save(data / "images" / half / f"{n}.jpg", format="PNG")
+    (data / "gt" / "s_1_query.txt").write_text("s_q 0 0 8 8\n")
+    (data / "gt" / "s_1_good.txt").write_text("s_a1\ns_a2\n")
+    (data / "gt" / "s_1_ok.txt").write_text("")
+    (data / "gt" / "s_1_junk.txt").write_text("")
+    task = get_task("sculptures6k")
+    result = task.evaluate(ColourEmbedder(), task.load(data), "default", "ii", EvalContext())
+    assert result is not None and result["counts"]["database"] == 4
+    # red query: the three red images (s_a1 and s_a2 relevant, the query itself not) before s_b
+    assert result["per_query"]["top"][0][-1] == "test/s_b.jpg"
+    half = task.load(data, image_root=data / "images" / "test")
+    with pytest.raises(
+        BindkitError, match=r"1 of 3 images missing .*s_a1\.jpg.*holding train/ and test/"
+    ):
+        task.evaluate(ColourEmbedder(), half, "default", "ii", EvalContext())
+
+
 @pytest.mark.slow
 def test_cli_with_builtin_tiny_clip_equals_the_compute_ap_loop(tmp_path: Path) -> None:
     """`bindkit eval --task oxford5k` with a real image model: its mAP is compute_ap.cpp's on the

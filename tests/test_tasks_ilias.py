@@ -209,10 +209,17 @@ class ColourEmbedder(TableEmbedder):
 
 
 def _expected(
-    root: Path, fx: dict[str, Any], model: ColourEmbedder, pairing: str, db: list[str], k: int
+    root: Path,
+    fx: dict[str, Any],
+    model: ColourEmbedder,
+    pairing: str,
+    db: list[str],
+    k: int,
+    crop: bool = False,
 ) -> tuple[float, np.ndarray, list[str], list[list[str]]]:
-    """The official pipeline: queries cropped with numpy as feature_extraction does, the kNN
-    list, then the official mAP."""
+    """The official pipeline: queries read as feature_extraction's dataset does (whole, as with
+    its default ``--crop_resize False``, or cropped with numpy as ``_crop_resize`` does), the
+    kNN list, then the official mAP."""
     from PIL import Image, ImageOps
 
     core = root / "ilias_core"
@@ -221,6 +228,9 @@ def _expected(
         crops = []
         for q in q_ids:
             image = ImageOps.exif_transpose(Image.open(core / q).convert("RGB"))
+            if not crop:
+                crops.append(image)
+                continue
             boxes = np.loadtxt(str(core / q).replace(".jpg", "_bbox.txt"), dtype=int)
             boxes = boxes.reshape(-1, 4) if boxes.ndim == 1 else boxes
             x0, y0 = np.min(boxes[:, 0]).clip(0, 10000), np.min(boxes[:, 1]).clip(0, 10000)
@@ -238,17 +248,22 @@ def _expected(
     return got[0], got[1], q_ids, [[db[j] for j in row[:5]] for row in ranks]
 
 
+@pytest.mark.parametrize("crop", [None, True], ids=["default", "crop"])
 @pytest.mark.parametrize("distractors", [0, 4])
 def test_ilias_image_and_text_queries_equal_the_official_code(
-    tmp_path: Path, distractors: int
+    tmp_path: Path, distractors: int, crop: bool | None
 ) -> None:
+    """The default is the official default (whole query photos); ``crop=True`` is the official
+    ``--crop_resize True``."""
     pytest.importorskip("sklearn")
     root = tmp_path / "ilias"
     fx = _write_ilias(root, np.random.default_rng(7))
     model = ColourEmbedder(fx["texts"])
+    options = {} if crop is None else {"crop": crop}
+    task = Ilias(k=5, distractors=distractors, **options)
     records = evaluate(
         [model],
-        task=Ilias(k=5, distractors=distractors),
+        task=task,
         data=root,
         out=tmp_path / "r",
         cache=False,
@@ -260,10 +275,11 @@ def test_ilias_image_and_text_queries_equal_the_official_code(
     assert model.image_calls.count(len(fx["positives"])) == 1
     db = sorted(fx["positives"]) + fx["distractors"][:distractors]
     for r in records:
-        expected, *_ = _expected(root, fx, model, r["pairing"], db, 5)
+        expected, *_ = _expected(root, fx, model, r["pairing"], db, 5, crop=bool(crop))
         assert r["scores"]["map"] == pytest.approx(expected, abs=1e-9)
         assert r["counts"]["database"] == len(db)
         assert r["options"]["distractors"] == distractors
+        assert r["options"]["crop"] is bool(crop)
     assert 0 < records[0]["scores"]["map"] < 1  # the fixture does not make every query perfect
 
 
@@ -283,17 +299,27 @@ def test_per_query_ap_ids_and_top5(tmp_path: Path) -> None:
     assert per["top"] == top and all(len(row) == 5 for row in top)
 
 
-def test_uncropped_queries_score_differently(tmp_path: Path) -> None:
+def test_query_crops_are_opt_in_and_change_the_score(tmp_path: Path) -> None:
+    """As the official extraction (``--crop_resize`` defaults to False), queries are whole unless
+    ``--task-option crop=true`` asks for ``_crop_resize``'s cut."""
+    from bindkit.tasks.base import get_task
+
+    for name in ("ilias", "ilias_fine"):
+        assert get_task(name).crop is False
+        assert get_task(name, {"crop": "true"}).crop is True
+    assert get_task("ilias").options("default")["crop"] is False
     root = tmp_path / "ilias"
     fx = _write_ilias(root, np.random.default_rng(7))
     ctx = EvalContext()
-    cropped = Ilias(k=5).evaluate(
+    whole = Ilias(k=5).evaluate(
         ColourEmbedder(fx["texts"]), Ilias(k=5).load(root), "default", "ii", ctx
     )
-    whole = Ilias(k=5, crop=False)
-    full = whole.evaluate(ColourEmbedder(fx["texts"]), whole.load(root), "default", "ii", ctx)
-    assert cropped is not None and full is not None
-    assert cropped["per_query"]["values"] != full["per_query"]["values"]
+    cropping = Ilias(k=5, crop=True)
+    cropped = cropping.evaluate(
+        ColourEmbedder(fx["texts"]), cropping.load(root), "default", "ii", ctx
+    )
+    assert cropped is not None and whole is not None
+    assert cropped["per_query"]["values"] != whole["per_query"]["values"]
 
 
 def test_faiss_and_numpy_give_the_same_map(tmp_path: Path) -> None:

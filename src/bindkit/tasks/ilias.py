@@ -1,6 +1,6 @@
 """ILIAS (Kordopatis-Zilos et al., CVPR 2025; github.com/ilias-vrg/ilias): instance-level
-retrieval of 1,000 objects. Image queries (``ii``: 1,232 photos on clean backgrounds, cropped to
-their boxes) and text queries (``ti``: one description per object) search one shared database of
+retrieval of 1,000 objects. Image queries (``ii``: 1,232 photos on clean backgrounds, whole by
+default) and text queries (``ti``: one description per object) search one shared database of
 4,715 positives, plus YFCC100M distractors when asked. The score is ILIAS' mAP@k
 (:mod:`bindkit.metrics.ilias`, k = 1,000), each query's list found by the blocked exact search of
 :mod:`bindkit.mining.index` (numpy, or ``faiss.knn`` with ``--task-option index=faiss``), which
@@ -22,8 +22,15 @@ repository's ``misc/taxonomy.json``; the official evaluation reads it from there
 (``--task-option distractors=N``: the first N ids of ``distractor_ids.txt.gz``) are read as
 ``<data>/yfcc100m/<shard>/<key>.jpg``: unpack each shard tar into a folder of its name.
 
-As in the official feature extraction with ``--crop_resize``, a query image is opened with its
-EXIF orientation applied and cut to the union of its boxes (``x y width height`` per line).
+Query crops: the official feature extraction (``feature_extraction/extract.py``) crops a query
+only when run with ``--crop_resize`` (default False; neither
+``feature_extraction/scripts/run_slurm.sh`` nor the READMEs' examples pass it), so by default
+the whole query photo is embedded (EXIF orientation applied by the image loader, as the official
+dataset does). ``--task-option crop=true`` reproduces ``_crop_resize``: the photo, EXIF
+orientation applied, cut to the union of its boxes (``x y width height`` per line of
+``Qxxx_yy_bbox.txt``). The choice is part of each result's options. (Seed 000 says it embeds a
+benchmark's ground-truth query crop where one is provided, without naming ILIAS' boxes; to
+follow that reading, pass ``crop=true``.)
 """
 
 from __future__ import annotations
@@ -211,7 +218,7 @@ class _IliasBase(Task):
     fine = False
 
     def __init__(
-        self, k: int = DEFAULT_K, index: str = "numpy", crop: bool = True, distractors: int = 0
+        self, k: int = DEFAULT_K, index: str = "numpy", crop: bool = False, distractors: int = 0
     ) -> None:
         name = self.metadata.name
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -373,7 +380,7 @@ _COMMON: dict[str, Any] = {
 class Ilias(_IliasBase):
     metadata = TaskMetadata(
         name="ilias",
-        description="ILIAS: instance retrieval mAP@1k, image (cropped) and text queries",
+        description="ILIAS: instance retrieval mAP@1k, image and text queries",
         main_score="map",
         data_help="the ILIAS folder of image_ids/ and ilias_core/",
         **_COMMON,

@@ -3,7 +3,9 @@ INSTRE-S2 hold single-object images (100 objects each, one folder per object); I
 images of two objects, the 100 objects of INSTRE-S1 grouped into 50 pairs (folder ``NN`` of
 INSTRE-M shows the objects of the S1 folders ``NNa_*`` and ``NNb_*``).
 
-Subsets, as the seed's instance-retrieval appendix evaluates them:
+Subsets, after the seed's instance-retrieval appendix (one sentence: S queries against S, M
+queries against S or against S+M, an image with both query instances more relevant than one with
+one):
 
 - ``S``: INSTRE-S queries against the INSTRE-S images; relevant: the same object.
 - ``M_to_S``: INSTRE-M queries against the INSTRE-S images; relevant: an image of either object.
@@ -16,16 +18,27 @@ Every subset reports ``map`` (any gain above 0 is relevant; the trapezoid AP of
 full ranking, :func:`~bindkit.metrics.instance.ndcg`); for ``M_to_SM`` nDCG is the graded score,
 for the other two its gains are 0/1.
 
+``M_to_S`` (either object relevant) and ``M_to_SM``'s gains 2/1 with linear-gain nDCG are
+bindkit's reading of that sentence: no official script defines them (the common protocol, Iscen
+et al.'s ``gnd_instre.mat``, scores every query against one database by mAP), and the seed names
+neither the gains nor the nDCG variant.
+
 Files read: ``<data>/gnd_instre.mat`` (Iscen et al., CVPR 2017: the common split of 1,250 query
 images, 5 per class, and the 27,293 other images as the database) — its ``qimlist``, ``imlist``
-and each ``gnd`` entry's query box (the second field, ``x1 y1 x2 y2`` in pixels like revisitop's
-``bbx``, unlike the release's per-image ``.txt`` boxes, which are ``x y w h``; an INSTRE-M
-query's box spans both objects) — and the images of the release, ``INSTRE-S1/``,
-``INSTRE-S2/``, ``INSTRE-M/`` under ``--image-root`` (default: beside the ``.mat``). Queries are
-cropped to their boxes. Relevance follows the release's folders as above (the release's own
-rule: the first box of an INSTRE-M image is its S1 ``a`` object, the second its ``b``); the
-``.mat``'s per-query positives (the first field, 1-based into ``imlist``) are only checked
-against it: a listed positive showing none of the query's objects is reported in one line.
+and each ``gnd`` entry's query box (the second field, read as ``x1 y1 x2 y2`` in pixels like
+revisitop's ``bbx``, unlike the release's per-image ``.txt`` boxes, which are ``x y w h``; an
+INSTRE-M query's box spans both objects) — and the images of the release, ``INSTRE-S1/``,
+``INSTRE-S2/``, ``INSTRE-M/`` under ``--image-root`` (default: beside the ``.mat``).
+
+Queries are embedded whole by default: seed 000 names query crops for Oxford, Paris and
+Sculptures only, and vissl's INSTRE evaluation reads no query box. ``--task-option crop=true``
+cuts each query to its ``.mat`` box instead, as os2d's INSTRE loader does; that is bindkit's
+assumption of what a cropped INSTRE protocol means, not an official script's.
+
+Relevance follows the release's folders as above (the release's own rule: the first box of an
+INSTRE-M image is its S1 ``a`` object, the second its ``b``); the ``.mat``'s per-query positives
+(the first field, 1-based into ``imlist``) are only checked against it: a listed positive
+showing none of the query's objects is reported in one line.
 """
 
 from __future__ import annotations
@@ -156,7 +169,7 @@ def _check_listed(
 class Instre(Task):
     metadata = TaskMetadata(
         name="instre",
-        description="INSTRE: instance retrieval mAP and nDCG (S, M→S, M→S+M graded), query crops",
+        description="INSTRE: instance retrieval mAP and nDCG (S, M→S, M→S+M graded)",
         main_score="map",
         scores=("ndcg",),
         reference="Wang and Jiang, ACM TOMM 2015; query split of Iscen et al., CVPR 2017",
@@ -168,6 +181,14 @@ class Instre(Task):
         data_dir="instre",
         data_help="the folder of gnd_instre.mat and INSTRE-S1/, INSTRE-S2/, INSTRE-M/",
     )
+
+    def __init__(self, crop: bool = False) -> None:
+        if not isinstance(crop, bool):
+            raise BindkitError(f"instre --task-option crop={crop!r}: use true or false")
+        self.crop = crop
+
+    def options(self, subset: str) -> dict[str, Any]:
+        return {"crop": self.crop}
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None
@@ -193,9 +214,12 @@ class Instre(Task):
         if not mask.all():
             ctx.note("warning: instre: mAP needs every image; nothing scored")
             return None
-        crops = [_crop(root / qimlist[i], boxes[i]) for i in chosen]
+        inputs: list[Any] = [
+            _crop(root / qimlist[i], boxes[i]) if self.crop else ImageRef(root / qimlist[i])
+            for i in chosen
+        ]
         qv = embedder.embed_images(
-            crops, role="query", instruction=self.query_instruction(subset, ctx)
+            inputs, role="query", instruction=self.query_instruction(subset, ctx)
         )
         xv = embedder.embed_images(
             [ImageRef(root / p) for p in gallery],

@@ -8,15 +8,17 @@ Files as published: the ground-truth folder (Oxford ``gt_files_170407.tgz``, Par
 ``paris_120310.tgz``) holding per query ``<name>_query.txt`` (one line ``<image> x1 y1 x2 y2``;
 Oxford writes the image as ``oxc1_<image>``, Paris without a prefix) and ``<name>_good.txt``,
 ``<name>_ok.txt``, ``<name>_junk.txt`` (one image name per line, no extension); and the images
-(Oxford ``oxbuild_images.tgz``: one flat folder; Paris ``paris_1.tgz`` + ``paris_2.tgz``: one
-folder per landmark). ``--data`` is the ground-truth folder or a folder holding it; the images
-are every ``*.jpg`` under ``--image-root`` (default: the release's folder name beside the
-ground truth, e.g. ``DATA/oxbuild_images``), matched to the ground truth by file stem. The
-collection is ranked as a whole (the query images included, as compute_ap is run), ties in file
-order. Files that cannot be opened as images are left out with a note: Paris ships 20 (HTML
-error pages saved as ``.jpg``, listed in the publisher's ``corrupt.txt``), which common practice
-(e.g. Gordo et al.'s deep-retrieval evaluation) drops from the ranked list while compute_ap
-still counts them among the positives of the unchanged ground truth; so does this task.
+(Oxford ``oxbuild_images-v1.tgz``: one flat folder; Paris ``paris_1-v1.tgz`` +
+``paris_2-v1.tgz``: one folder per landmark; the names revisitop's ``python/download.py``
+fetches). ``--data`` is the ground-truth folder or a folder holding it; the images are every
+``*.jpg`` under ``--image-root``, subfolders included (default: ``oxbuild_images`` or ``paris``
+beside the ground truth, e.g. ``DATA/oxbuild_images``: unpack the archives there), matched to
+the ground truth by file stem. The collection is ranked as a whole (the query images included,
+as compute_ap is run), ties in file order. Files that cannot be opened as images are left out
+with a note: Paris ships 20 (HTML error pages saved as ``.jpg``, listed in the publisher's
+``corrupt.txt``), which common practice (e.g. Gordo et al.'s deep-retrieval evaluation) drops
+from the ranked list while compute_ap still counts them among the positives of the unchanged
+ground truth; so does this task.
 
 The Sculptures 6k task (:mod:`bindkit.tasks.sculptures6k`) reads the same file convention.
 """
@@ -146,6 +148,7 @@ class OxfordConvention(Task):
     metadata = TaskMetadata(name="_oxford_convention", description="", main_score="map")
     prefix = ""  # stripped from query-file image names
     images_dir = "images"  # the release's image folder name, beside the ground truth
+    missing_fix: str | None = None  # how to get images the ground truth names (default: where)
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None
@@ -186,7 +189,7 @@ class OxfordConvention(Task):
         named = sorted({s for q in queries for s in (q.image, *q.good, *q.ok, *q.junk)})
         if any(s not in stems for s in named):
             paths = [stems.get(s, f"{s}.jpg") for s in named]
-            _images.present(paths, root, where, published, ctx)
+            _images.present(paths, root, where, published, ctx, self.missing_fix)
             ctx.note(f"warning: {where}: mAP needs every image; nothing scored")
             return None
         names = list(stems.values())
@@ -250,7 +253,7 @@ class Oxford5k(OxfordConvention):
         "oxford5k",
         "Oxford Buildings 5K",
         "https://www.robots.ox.ac.uk/~vgg/data/oxbuildings/ (gt_files_170407.tgz, "
-        "oxbuild_images.tgz)",
+        "oxbuild_images-v1.tgz)",
         "Philbin et al., CVPR 2007; compute_ap.cpp of the Oxford Buildings page",
         "oxbuild_images",
     )
@@ -262,8 +265,8 @@ class Paris6k(OxfordConvention):
     metadata = _meta(
         "paris6k",
         "Paris 6K",
-        "https://www.robots.ox.ac.uk/~vgg/data/parisbuildings/ (paris_120310.tgz, paris_1.tgz, "
-        "paris_2.tgz)",
+        "https://www.robots.ox.ac.uk/~vgg/data/parisbuildings/ (paris_120310.tgz, "
+        "paris_1-v1.tgz, paris_2-v1.tgz)",
         "Philbin et al., CVPR 2008; compute_ap.cpp of the Oxford Buildings page",
         "paris",
     )

@@ -14,7 +14,10 @@ Files as published (``pods.zip``, unpacked by the repository's dataset/download_
 ``<data>/pods_info.json`` and ``<data>/{train,test}/<object>/<image>`` (jpg, png, JPEG, jpeg or
 JPG, in the object's folder or one folder below, as ``util/data_util.get_paths`` finds them).
 ``pods_image_annos.json`` (which test photo is in which distribution-shift split) is not read:
-its image-id format is not documented, so per-shift scores are not offered.
+dataset/README.md documents its values (``class``, ``split``, ``test_split``: one of
+``in_distribution``, ``pose``, ``distractors``, ``pose_and_distractors``) but not the format of
+its keys, "image IDs", so which file each key names is unknown here and per-shift scores are not
+offered.
 """
 
 from __future__ import annotations
