@@ -13,7 +13,8 @@ annotation dataset downloaded to ``ROOT/<hub owner>/<hub name>``, e.g. with
 ``hf download VLM2Vec/UCF101 --repo-type dataset --local-dir ROOT/VLM2Vec/UCF101``):
 
 * image: ``ziyjiang/MMEB_Test_Instruct/<dataset>/test-*.parquet``, images under ``image-tasks/``;
-* video: ``VLM2Vec/<dataset>/...parquet``, frames ``video-tasks/frames/<group>/<dataset>/<id>/``
+* video: ``VLM2Vec/<dataset>/`` (parquet, JSON or JSONL, as its card's ``configs:`` names
+  them), frames ``video-tasks/frames/<group>/<dataset>/<id>/``
   (else the clip ``video-tasks/videos/<group>/<dataset>/<id>.mp4``);
 * visual documents: the BEIR-format ``queries``, ``qrels`` and ``corpus`` parquet files of
   ``vidore/...``, ``openbmb/VisRAG-Ret-Test-...`` or ``VLM2Vec/...``; pages are the corpus rows'
@@ -23,13 +24,14 @@ annotation dataset downloaded to ``ROOT/<hub owner>/<hub name>``, e.g. with
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from bindkit.errors import DataFormatError
+from bindkit.errors import BindkitError, DataFormatError
 from bindkit.tasks._pairs import read_parquet_rows
 
 Kind = Literal["text", "image", "video", "page"]
@@ -79,10 +81,20 @@ class Source:
     ranking: Literal["local", "global"] = "local"
 
     def files(self, root: Path, config: str | None = None) -> list[Path]:
-        """The split's parquet files in the Hub's layouts: ``<config>/<split>-*.parquet``,
-        ``<config>/<split>/*.parquet`` (``refs/convert/parquet``), ``data/<split>-*.parquet``."""
+        """The split's annotation files (parquet, JSON or JSONL) in the Hub's layouts.
+
+        A folder with a dataset card resolves them as ``datasets.load_dataset(folder, config,
+        split=...)`` does (the card's ``configs:`` mapping, e.g. ``data/test.jsonl`` or a root
+        ``msvd_test.json``); otherwise, or when the card names no such config, the parquet
+        layouts ``<config>/<split>-*.parquet``, ``<config>/<split>/*.parquet``
+        (``refs/convert/parquet``) and ``data/<split>-*.parquet``; last, the file names
+        ``datasets`` infers a split from (``data/test.jsonl``, ``default/test/0000.parquet``)."""
         base = root / self.repo
         config = config if config is not None else self.config
+        if (base / "README.md").is_file():
+            found = _card_files(base, config, self.split)
+            if found:
+                return found
         folders = [base / config, base / "data" / config] if config else [base / "data", base]
         if not config:
             folders.append(base / "default")
@@ -92,6 +104,8 @@ class Source:
             )
             if found:
                 return found
+        if not config and base.is_dir():
+            return _card_files(base, None, self.split)
         return []
 
     def rows(self, root: Path, columns: tuple[str, ...], config: str | None = None) -> list[Any]:
@@ -99,10 +113,56 @@ class Source:
         if not files:
             where = root / self.repo / (config or self.config or "")
             raise DataFormatError(
-                f"{where}: no {self.split} parquet files; download huggingface.co/datasets/"
-                f"{self.repo} to {root / self.repo}"
+                f"{where}: no {self.split} annotation files (parquet, JSON or JSONL); download "
+                f"huggingface.co/datasets/{self.repo} to {root / self.repo}"
             )
-        return [row for f in files for row in read_parquet_rows(f, columns)]
+        return [row for f in files for row in read_rows(f, columns)]
+
+
+def _card_files(base: Path, config: str | None, split: str) -> list[Path]:
+    """The split's files as ``datasets`` resolves a local dataset folder (its card's
+    ``configs:``, else its inferred layout); empty when it resolves none."""
+    try:
+        import datasets  # type: ignore[import-untyped]
+    except ImportError:
+        raise BindkitError(
+            f"{base}: reading its dataset card needs datasets; pip install 'bindkit[benchmarks]'"
+        ) from None
+    with tempfile.TemporaryDirectory() as cache:  # resolving writes lock files only
+        try:
+            builder = datasets.load_dataset_builder(str(base), config, cache_dir=cache)
+        except (FileNotFoundError, ValueError):
+            return []  # no data files, or the card has no such config
+    found = (builder.config.data_files or {}).get(split, [])
+    return [Path(str(f)) for f in found if Path(str(f)).suffix in READABLE]
+
+
+READABLE = (".parquet", ".json", ".jsonl")
+
+
+def read_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One annotation file's rows (parquet, JSON lines, or a JSON list of records) with
+    ``columns``; a missing column names the file."""
+    if path.suffix == ".parquet":
+        return read_parquet_rows(path, columns)
+    try:
+        with path.open(encoding="utf-8") as f:
+            if path.suffix == ".jsonl":
+                records = [json.loads(line) for line in f if line.strip()]
+            else:
+                records = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataFormatError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise DataFormatError(f"{path}: expected a list of records; pass the file as published")
+    for record in records:
+        missing = [c for c in columns if c not in record]
+        if missing:
+            raise DataFormatError(
+                f"{path}: no field {missing[0]!r} (found {', '.join(record)}); "
+                "pass the file as published"
+            )
+    return [{c: r[c] for c in columns} for r in records]
 
 
 # -- image (MMEB_Test_Instruct rows; every ranking is over the row's own candidates) -------------
