@@ -57,9 +57,10 @@ def _colour(image: Any) -> np.ndarray:
     return np.concatenate([rgb, np.sin(7 * rgb), np.cos(5 * rgb), rgb**2]).astype(np.float32)
 
 
-def sampled_frames(folder: Path, num_frames: int = 8) -> list[Path]:
+def sampled_frames(folder: Path, num_frames: int | None = 8) -> list[Path]:
     """VLM2Vec's ``process_video_frames``: frames in natural name order, ``num_frames`` of them
-    at ``np.linspace(0, n - 1, num_frames, dtype=int)`` when there are enough."""
+    at ``np.linspace(0, n - 1, num_frames, dtype=int)`` when there are enough; ``None``: all
+    of them (``load_frames``)."""
 
     def key(name: str) -> list[Any]:
         return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
@@ -67,7 +68,7 @@ def sampled_frames(folder: Path, num_frames: int = 8) -> list[Path]:
     frames = sorted(
         (p for p in folder.iterdir() if p.suffix in (".png", ".jpeg")), key=lambda p: key(p.name)
     )
-    if num_frames <= len(frames):
+    if num_frames is not None and num_frames <= len(frames):
         frames = [frames[i] for i in np.linspace(0, len(frames) - 1, num_frames, dtype=int)]
     return frames
 
@@ -82,6 +83,7 @@ class ColourWords(BaseEmbedder):
         super().__init__(spec="test:colour-words", **kwargs)
         self.encoded: list[tuple[str, int]] = []
         self.crash_after_videos = crash_after_videos
+        self.videos: list[VideoRef] = []
 
     def _describe(self) -> dict[str, Any]:
         return {"backend": "colour-words"}
@@ -99,6 +101,10 @@ class ColourWords(BaseEmbedder):
         self, videos: Any, *, role: Any = "query", instruction: str | None = None
     ) -> np.ndarray:
         refs = [as_video_ref(v) for v in videos]
+        self.videos += refs
+
+        def frames(ref: VideoRef) -> list[Path]:
+            return sampled_frames(ref.path, 8 if ref.sample else None)
 
         def encode(batch: list[VideoRef]) -> np.ndarray:
             done = sum(n for kind, n in self.encoded if kind == "video")
@@ -107,15 +113,11 @@ class ColourWords(BaseEmbedder):
             self.encoded.append(("video", len(batch)))
             bonus = _instruction(instruction)
             return np.stack(
-                [
-                    np.mean([_colour(Image.open(f)) for f in sampled_frames(r.path)], 0) + bonus
-                    for r in batch
-                ]
+                [np.mean([_colour(Image.open(f)) for f in frames(r)], 0) + bonus for r in batch]
             )
 
         keys = [
-            "vid:"
-            + hashlib.sha256(b"".join(f.read_bytes() for f in sampled_frames(r.path))).hexdigest()
+            "vid:" + hashlib.sha256(b"".join(f.read_bytes() for f in frames(r))).hexdigest()
             for r in refs
         ]
         return self._run(
@@ -974,6 +976,22 @@ def test_the_other_video_loaders_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
         assert result["per_query"]["top"] == expected["top5"], name
         assert result["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"]), name
         assert result["scores"]["ndcg_linear_at_5"] == pytest.approx(expected["ndcg_linear@5"])
+
+
+def test_momentseeker_clips_keep_every_frame(tmp_path: Path) -> None:
+    """MomentSeeker's loader reads its segments and clips with ``load_frames`` (no sampling):
+    the embedder gets ``VideoRef(sample=False)``; the other datasets' clips are sampled."""
+    from bindkit.tasks.base import EvalContext, get_task
+
+    data = tmp_path / "MMEB-V2"
+    other_video_fixture(data)
+    task = get_task("mmeb_v2")
+    dataset = task.load(data)
+    seeker, moments = ColourWords(cache=None), ColourWords(cache=None)
+    assert task.evaluate(seeker, dataset, "MomentSeeker", "it", EvalContext()) is not None
+    assert task.evaluate(moments, dataset, "QVHighlight", "it", EvalContext()) is not None
+    assert seeker.videos and not any(v.sample for v in seeker.videos)
+    assert moments.videos and all(v.sample for v in moments.videos)
 
 
 # -- a real model path: tiny Qwen2-VL through `bindkit eval` ------------------------------------

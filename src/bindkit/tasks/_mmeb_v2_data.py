@@ -45,6 +45,7 @@ class Input:
     kind: Kind
     text: str
     path: str = ""  # image file or video (frame folder) under ROOT, or a page's corpus id
+    sample: bool = True  # a video: False keeps every frame (VLM2Vec's load_frames)
 
 
 @dataclass(frozen=True)
@@ -457,7 +458,9 @@ def _read_moments(root: Path, name: str, source: Source) -> Split:
 
 
 def _read_momentseeker(root: Path, name: str, source: Source) -> Split:
-    """A text, an image or a video segment with its sentence, against the listed clips."""
+    """A text, an image or a video segment with its sentence, against the listed clips. The
+    loader reads the query segment and the clips with ``load_frames``: every frame, none
+    sampled (``sample=False``)."""
     split = Split([], {}, "local")
     target = "Understand the content of the provided video clip."
     frames = f"{source.media}/video_frames"
@@ -470,6 +473,7 @@ def _read_momentseeker(root: Path, name: str, source: Source) -> Split:
                 "video",
                 f"Find the clip that corresponds to the given sentence and video segment: {text}",
                 f"{frames}/{folder}",
+                sample=False,
             )
         elif given.endswith(".jpg"):
             query = Input(
@@ -487,7 +491,7 @@ def _read_momentseeker(root: Path, name: str, source: Source) -> Split:
         names = tuple(positives + [clip(e) for e in row["negative_frames"]])
         split.queries.append(Query(str(number), query, names, tuple(positives)))
         for n in names:
-            split.add(n, Input("video", target, n))
+            split.add(n, Input("video", target, n, sample=False))
     return split
 
 

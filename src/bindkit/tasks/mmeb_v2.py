@@ -18,8 +18,9 @@ changes how, not what, is embedded, so it is not among the result's options.
 
 The video datasets need an embedder with ``embed_videos`` (:mod:`bindkit.embed.video`); a clip is
 its frame folder (VLM2Vec's ``video-tasks/frames/...``), else its ``.mp4`` under
-``video-tasks/videos/...``: frame sampling (VLM2Vec: 8 of the saved frames, evenly spaced) is
-the embedder's.
+``video-tasks/videos/...``: frame sampling (VLM2Vec: 8 of the saved frames, evenly spaced, all
+of them when fewer) is the embedder's; MomentSeeker's clips are ``VideoRef(sample=False)``
+(every frame, as its loader's ``load_frames``).
 """
 
 from __future__ import annotations
@@ -385,7 +386,7 @@ def _media(item: Input, root: Path, split: Split) -> Any:
         return decode_image(split.pages[item.path], f"page {item.path}")
     path = video_path(root, item.path)
     assert path is not None  # checked by _missing_media
-    return VideoRef(path)
+    return VideoRef(path, sample=item.sample)
 
 
 def embed_inputs(
