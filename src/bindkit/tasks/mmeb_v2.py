@@ -36,6 +36,7 @@ import numpy as np
 from bindkit._io import sha256_file
 from bindkit._progress import progress
 from bindkit.embed.images import ImageRef
+from bindkit.embed.prompts import Composed
 from bindkit.embed.protocol import Embedder, Role
 from bindkit.embed.video import VideoRef, require_video
 from bindkit.errors import BindkitError, DataFormatError
@@ -398,16 +399,18 @@ def embed_inputs(
     desc: str,
 ) -> dict[tuple[Role, Input], np.ndarray]:
     """One vector per (role, input), embedded in chunks of ``chunk_size`` grouped by role, kind
-    and instruction; the progress line counts inputs."""
-    groups: dict[tuple[Role, str, str], list[Input]] = {}
+    and instruction; the progress line counts inputs. An image's or a video's instruction is a
+    :class:`~bindkit.embed.prompts.Composed`: plain, with VLM2Vec's exact composition."""
+    groups: dict[tuple[Role, str, str, str | None], list[Input]] = {}
     for role, item in items:
-        text = item.text if item.kind != "text" else ""
-        groups.setdefault((role, item.kind, text), []).append(item)
+        text, exact = (item.text, item.exact) if item.kind != "text" else ("", None)
+        groups.setdefault((role, item.kind, text, exact), []).append(item)
     out: dict[tuple[Role, Input], np.ndarray] = {}
     bar = progress(len(items), f"{desc}: embedding", unit="input")
     try:
-        for (role, kind, instruction), group in groups.items():
-            call = _caller(embedder, kind, role, instruction or None)
+        for (role, kind, text, exact), group in groups.items():
+            instruction = Composed(text, exact) if exact is not None else text or None
+            call = _caller(embedder, kind, role, instruction)
             for start in range(0, len(group), chunk_size):
                 chunk = group[start : start + chunk_size]
                 values = [c.text if kind == "text" else _media(c, root, split) for c in chunk]
