@@ -994,6 +994,22 @@ def test_momentseeker_clips_keep_every_frame(tmp_path: Path) -> None:
     assert moments.videos and all(v.sample for v in moments.videos)
 
 
+def test_a_seed_002_dataset_of_another_size_is_noted(tmp_path: Path) -> None:
+    from bindkit.tasks.base import EvalContext, get_task
+
+    data = tmp_path / "MMEB-V2"
+    video_fixture(data)
+    task = get_task("mmeb_v2")
+    dataset = task.load(data)
+    notes: list[str] = []
+    ctx = EvalContext(warn=notes.append)
+    assert task.evaluate(ColourWords(cache=None), dataset, "UCF101", "it", ctx) is not None
+    assert notes == [
+        "warning: mmeb_v2 UCF101: 3 queries, 101 candidates; seed 002 reports 1,000 queries, "
+        "101 candidates: check the download (huggingface.co/datasets/VLM2Vec/UCF101)"
+    ]
+
+
 # -- a real model path: tiny Qwen2-VL through `bindkit eval` ------------------------------------
 @pytest.mark.slow
 def test_cli_on_a_tiny_qwen2_vl_equals_vlm2vecs_scoring(

@@ -128,3 +128,53 @@ def test_no_annotation_files_names_the_download(tmp_path: Path) -> None:
     (tmp_path / "VLM2Vec/UCF101").mkdir(parents=True)
     with pytest.raises(DataFormatError, match=r"download huggingface.co/datasets/VLM2Vec/UCF101"):
         _ids("UCF101", tmp_path)
+
+
+# -- seed 002's sizes ---------------------------------------------------------------------------
+def _split(queries: int, candidates: int, ranking: str) -> Any:
+    from bindkit.tasks._mmeb_v2_data import Input, Query, Split
+
+    names = tuple(f"c{i}" for i in range(candidates))
+    local = ranking == "local"
+    split = Split(
+        [
+            Query(str(i), Input("text", "q"), names if local else (), ("c0",))
+            for i in range(queries)
+        ],
+        {n: Input("text", n) for n in names},
+        ranking,  # type: ignore[arg-type]
+    )
+    return split
+
+
+def test_seed_002_sizes_match_quietly() -> None:
+    from bindkit.tasks.mmeb_v2 import size_warning
+
+    assert size_warning("ActivityNetQA", _split(1000, 2, "local")) is None
+    assert size_warning("Breakfast", _split(433, 10, "global")) is None
+    assert size_warning("UCF101", _split(1000, 101, "global")) is None
+    assert size_warning("EgoSchema", _split(500, 5, "local")) is None
+    assert size_warning("K700", _split(1000, 700, "global")) is None
+    assert size_warning("Video-MME", _split(1000, 4, "local")) is None
+    assert size_warning("MSVD", _split(3, 3, "global")) is None  # not a seed-002 dataset
+
+
+def test_seed_002_sizes_that_differ_warn_in_one_line() -> None:
+    from bindkit.tasks.mmeb_v2 import size_warning
+
+    line = size_warning("ActivityNetQA", _split(999, 2, "local"))
+    assert line == (
+        "warning: mmeb_v2 ActivityNetQA: 999 queries, 2 candidates per query; seed 002 reports "
+        "1,000 queries, 2 candidates per query: check the download "
+        "(huggingface.co/datasets/VLM2Vec/ActivityNetQA)"
+    )
+    assert "3 candidates per query" in str(size_warning("ActivityNetQA", _split(1000, 3, "local")))
+    assert "9 candidates; seed 002 reports 433 queries, 10 candidates" in str(
+        size_warning("Breakfast", _split(433, 9, "global"))
+    )
+    assert "1,000 queries" in str(size_warning("UCF101", _split(1000, 100, "global")))
+    assert str(size_warning("EgoSchema", _split(499, 5, "local"))).startswith(
+        "warning: mmeb_v2 EgoSchema: 499 queries; seed 002 reports 500 queries:"
+    )
+    for name, n in (("K700", 1001), ("Video-MME", 10)):
+        assert size_warning(name, _split(n, 4, "global")) is not None

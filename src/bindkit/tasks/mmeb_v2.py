@@ -131,6 +131,16 @@ LEADERBOARD = tuple(s for groups in GROUPS.values() for g in groups.values() for
 SUBSETS = LEADERBOARD + tuple(s for s in SOURCES if s not in LEADERBOARD)
 #: The six video datasets of seed 002's Table V, in its order.
 SEED_002_VIDEO = ("ActivityNetQA", "Breakfast", "EgoSchema", "K700", "UCF101", "Video-MME")
+#: Seed 002's sizes (Table V, appendix C3): queries, and candidates per query (local ranking) or
+#: in all (global); ``None`` where the seed gives no number.
+SEED_002_SIZES: dict[str, tuple[int, int | None]] = {
+    "ActivityNetQA": (1000, 2),
+    "Breakfast": (433, 10),
+    "EgoSchema": (500, None),
+    "K700": (1000, None),
+    "UCF101": (1000, 101),
+    "Video-MME": (1000, None),
+}
 PUBLISHED = (
     "https://huggingface.co/datasets/TIGER-Lab/MMEB-V2 (media) with each dataset's annotations "
     "from its Hub id under DATA/<owner>/<name>"
@@ -228,6 +238,9 @@ class MMEBV2(Task):
     ) -> dict[str, Any] | None:
         data: V2Data = dataset.payload
         split = SOURCES[subset].reader(data.root, subset, SOURCES[subset])
+        differs = size_warning(subset, split)
+        if differs:
+            ctx.note(differs)
         inputs = [q.input for q in split.queries] + list(split.candidates.values())
         missing = _missing_media(inputs, split, data.root, subset, ctx)
         keep = [
@@ -323,6 +336,33 @@ class MMEBV2(Task):
             ),
             Table("MMEB-V2 per sub-task (%; datasets scored)", ["model", *sub], detail),
         ]
+
+
+def size_warning(subset: str, split: Split) -> str | None:
+    """One warning line when a seed-002 dataset's queries or candidates differ from the sizes
+    seed 002 reports (:data:`SEED_002_SIZES`); ``None`` when they match or are not recorded."""
+    if subset not in SEED_002_SIZES:
+        return None
+    queries, candidates = SEED_002_SIZES[subset]
+    if split.ranking == "global":
+        counts = {len(split.candidates)}
+    else:
+        counts = {len(q.candidates) for q in split.queries}
+    got = f"{len(split.queries):,} queries"
+    if candidates is not None:
+        got += f", {'/'.join(str(c) for c in sorted(counts))} candidates"
+        got += " per query" if split.ranking == "local" else ""
+    wanted = f"{queries:,} queries" + (
+        f", {candidates} candidates" + (" per query" if split.ranking == "local" else "")
+        if candidates is not None
+        else ""
+    )
+    if len(split.queries) == queries and (candidates is None or counts == {candidates}):
+        return None
+    return (
+        f"warning: mmeb_v2 {subset}: {got}; seed 002 reports {wanted}: check the download "
+        f"(huggingface.co/datasets/{SOURCES[subset].repo})"
+    )
 
 
 def _annotation_files(root: Path, subset: str) -> list[Path]:
