@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -881,9 +882,9 @@ def other_video_fixture(root: Path) -> dict[str, Any]:
         base = f"video-tasks/frames/video_mret/QVHighlight/{name}"
         for c in ("query", "negative_0", "negative_1", "positive", "negative_2"):
             clip(root / base / c)
-        names = [
-            f"{base}/{c}" for c in sorted(["negative_0", "negative_1", "positive", "negative_2"])
-        ]
+        # moment_retrieval_datasets.py: os.listdir order, 'query' and files skipped
+        listed = os.listdir(root / base)
+        names = [f"{base}/{c}" for c in listed if c != "query" and (root / base / c).is_dir()]
         text = (
             f"{VIDEO_TOKEN} Find the clip that corresponds to the described scene in the given "
             f"video: {r['query']}"
@@ -992,6 +993,33 @@ def test_momentseeker_clips_keep_every_frame(tmp_path: Path) -> None:
     assert task.evaluate(moments, dataset, "QVHighlight", "it", EvalContext()) is not None
     assert seeker.videos and not any(v.sample for v in seeker.videos)
     assert moments.videos and all(v.sample for v in moments.videos)
+
+
+def test_moment_candidates_and_answer_follow_os_listdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VLM2Vec lists the clip folders with ``os.listdir`` and takes the last ``positive*`` one
+    as the answer; a listing that is not in name order shows it."""
+    from bindkit.tasks._mmeb_v2_data import SOURCES
+
+    source = SOURCES["QVHighlight"]
+    _parquet(
+        tmp_path / "VLM2Vec/QVHighlight/data/test-00000-of-00001.parquet",
+        [{"query": "a dog runs", "video_path": "videos/vid_a.mp4"}],
+    )
+    base = tmp_path / source.media / "vid_a"
+    listed = ["positive_b", "negative_1", "query", "positive_a", "negative_0"]
+    for c in listed:
+        (base / c).mkdir(parents=True)
+    (base / "notes.txt").write_text("a file, skipped")
+    real = os.listdir
+    monkeypatch.setattr(
+        os, "listdir", lambda p: [*listed, "notes.txt"] if Path(p) == base else real(p)
+    )
+    (query,) = source.reader(tmp_path, "QVHighlight", source).queries
+    clips = [Path(c).name for c in query.candidates]
+    assert clips == ["positive_b", "negative_1", "positive_a", "negative_0"]
+    assert [Path(c).name for c in query.labels] == ["positive_a"]  # the last listed
 
 
 def test_a_seed_002_dataset_of_another_size_is_noted(tmp_path: Path) -> None:

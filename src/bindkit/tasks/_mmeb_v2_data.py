@@ -26,6 +26,7 @@ annotation dataset downloaded to ``ROOT/<hub owner>/<hub name>``, e.g. with
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -472,24 +473,25 @@ MOMENT_QUERY = "Find the clip that corresponds to the described scene in the giv
 
 def _read_moments(root: Path, name: str, source: Source) -> Split:
     """QVHighlight, Charades-STA: the video's ``query/`` frames with the description, against
-    the clip folders beside it (``positive*`` the answer). VLM2Vec lists them in
-    ``os.listdir`` order, which the file system decides; here in name order."""
+    the clip folders beside it, listed in ``os.listdir`` order as VLM2Vec lists them; the answer
+    is the last ``positive*`` folder of that listing (an earlier one counts as a wrong
+    candidate, as there). The order is the file system's: on the same folder it is VLM2Vec's,
+    elsewhere a video with several ``positive*`` folders can have another answer."""
     split = Split([], {}, "local")
     for number, row in enumerate(source.rows(root, ("query", "video_path"))):
         video = Path(str(row["video_path"])).stem
         folder = f"{source.media}/{video}"
         query = _clip(f"{MOMENT_QUERY} {row['query']}", f"{folder}/query")
+        where = root / folder
         clips = (
-            sorted(p.name for p in (root / folder).iterdir() if p.is_dir() and p.name != "query")
-            if (root / folder).is_dir()
+            [c for c in os.listdir(where) if c != "query" and (where / c).is_dir()]
+            if where.is_dir()
             else []
         )
         names = tuple(f"{folder}/{c}" for c in clips)
         positive = [n for n, c in zip(names, clips, strict=True) if c.startswith("positive")]
         if clips and not positive:
-            raise DataFormatError(
-                f"{root / folder}: no positive* clip folder; unpack it as published"
-            )
+            raise DataFormatError(f"{where}: no positive* clip folder; unpack it as published")
         split.queries.append(Query(f"{video}/{number}", query, names, tuple(positive[-1:])))
         for n in names:
             split.add(n, _clip(VIDEO_TARGET, n))
