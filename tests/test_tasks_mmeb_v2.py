@@ -1263,7 +1263,8 @@ def test_the_other_image_loaders_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
         result = task.evaluate(ColourWords(cache=None), dataset, name, "it", EvalContext())
         assert result is not None
         assert result["per_query"]["top"] == expected["top5"], name
-        assert result["per_query"]["ids"] == (paths if kind != "t2i" else ["0", "1", "2"])
+        numbered = [f"{i}:{p}" for i, p in enumerate(paths)]
+        assert result["per_query"]["ids"] == (numbered if kind != "t2i" else ["0", "1", "2"])
         assert result["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"]), name
 
 

@@ -299,3 +299,17 @@ def test_the_task_hands_the_exact_composition_to_the_embedder(tmp_path: Path) ->
     assert isinstance(given, Composed)
     assert given == "Recognize the breakfast type that the person is cooking in the video."
     assert given.exact == " Recognize the breakfast type that the person is cooking in the video. "
+
+
+def test_image_query_ids_are_unique_when_rows_share_an_image(tmp_path: Path) -> None:
+    row = CASES["OK-VQA"]
+    _image_rows(tmp_path, "OK-VQA", [row, row | {"qry_text": "What colour?"}])
+    ids = [q.id for q in _read(tmp_path, "OK-VQA").queries]
+    assert ids == ["0:q.jpg", "1:q.jpg"]
+
+
+def test_repeated_per_query_ids_are_numbered() -> None:
+    from bindkit.tasks.mmeb_v2 import unique_ids
+
+    assert unique_ids(["a", "b", "a", "a"]) == ["a", "b", "a#2", "a#3"]
+    assert unique_ids(["x", "y"]) == ["x", "y"]

@@ -243,7 +243,9 @@ def _image_reader(kind: str) -> Callable[[Path, str, Source], Split]:
                     names = [f"{p}:{c.strip(chr(34))}" for p, c in zip(paths, targets, strict=True)]
                 for n, p, (text, exact) in zip(names, paths, _target_texts(row, kind), strict=True):
                     split.add(n, Input("image", text, f"image-tasks/{p}", exact=exact))
-            qid = str(row["qry_img_path"] or number)
+            # the row number first: one image can be the query of several rows (VQA, VisDial)
+            path = row["qry_img_path"]
+            qid = f"{number}:{path}" if path else str(number)
             split.queries.append(Query(qid, query, tuple(names), (names[0],)))
         return split
 

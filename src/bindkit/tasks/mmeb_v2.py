@@ -275,7 +275,7 @@ class MMEBV2(Task):
         }
         per_query = {
             "metric": "correct" if main is hits else "ndcg_linear_at_5",
-            "ids": [q.id for q in keep],
+            "ids": unique_ids([q.id for q in keep]),
             "values": [float(v) for v in main],
             "top": [p[:5] for p in predictions],
         }
@@ -336,6 +336,17 @@ class MMEBV2(Task):
             ),
             Table("MMEB-V2 per sub-task (%; datasets scored)", ["model", *sub], detail),
         ]
+
+
+def unique_ids(ids: list[str]) -> list[str]:
+    """Per-query ids made unique: a repeated id gets ``#2``, ``#3``... in row order (the first
+    keeps its own), so per-query results never merge two queries."""
+    seen: dict[str, int] = {}
+    out = []
+    for i in ids:
+        seen[i] = seen.get(i, 0) + 1
+        out.append(i if seen[i] == 1 else f"{i}#{seen[i]}")
+    return out
 
 
 def size_warning(subset: str, split: Split) -> str | None:
