@@ -313,3 +313,22 @@ def test_repeated_per_query_ids_are_numbered() -> None:
 
     assert unique_ids(["a", "b", "a", "a"]) == ["a", "b", "a#2", "a#3"]
     assert unique_ids(["x", "y"]) == ["x", "y"]
+
+
+def test_ties_go_to_the_candidate_listed_first_up_to_16() -> None:
+    """The rule the task's docstring and README state: a tie among up to 16 candidates goes to
+    the one listed first (an image task's answer, listed first, wins it; an answer listed
+    later loses it)."""
+    from bindkit.tasks._mmeb_v2_data import Query
+    from bindkit.tasks.mmeb_v2 import hit_at_1, rank
+
+    names = [f"c{i}" for i in range(16)]
+    split = Split([], {n: Input("text", n) for n in names}, "local")
+    query = Input("text", "q")
+    vectors = {("query", query): np.ones(3, np.float32)}
+    vectors |= {("document", split.candidates[n]): np.ones(3, np.float32) for n in names}
+    first = Query("a", query, tuple(names), ("c0",))
+    later = Query("b", query, tuple(names), ("c5",))
+    ranked = rank(split, [first, later], names, vectors)  # type: ignore[arg-type]
+    assert ranked[0] == names
+    assert [hit_at_1(p, q.labels) for p, q in zip(ranked, [first, later], strict=True)] == [1, 0]

@@ -6,9 +6,17 @@ Per dataset, each query is ranked by cosine similarity either against its own ca
 (``global``: video classification against all labels, visual documents against the corpus),
 with VLM2Vec's ``np.argsort(-scores)``. The leaderboard's score is Hit@1 for image and video and
 NDCG@5 with linear gain (``ndcg_linear@5``) for visual documents; each meta-task shows the mean
-over its datasets and *overall* the mean over every dataset scored. Ties follow ``np.argsort``'s
-order: for up to 16 candidates the one listed first ranks first (an answer listed first wins a
-tie, one listed later loses it), so ``ties`` is declared ``wrong`` as the nearest of the three.
+over its datasets and *overall* the mean over every dataset scored.
+
+Ties follow ``np.argsort(-scores)`` (quicksort): among up to 16 candidates it keeps the listed
+order, so the candidate listed first wins a tie; over more, the order of tied candidates is
+numpy's and unspecified. Per meta-task: *image* lists the answer first (``tgt_text[0]``), so a
+tie counts as correct where a query has up to 16 candidates (most list 1,000: unspecified);
+*video* QA and moment retrieval (2 to 16 of a query's own candidates) count a tie as correct
+only when the answer is listed first (QA answers sit anywhere among the options), and
+classification and retrieval rank against every label or clip (unspecified); *visdoc* ranks
+against the corpus (unspecified). ``ties`` is a single value per task and stays ``wrong``, the
+rule of the video and visual-document datasets where it is defined; this paragraph is the rule.
 
 Readers and file layout: :mod:`bindkit.tasks._mmeb_v2_data`. Inputs are embedded in chunks of
 ``chunk_size`` (``--task-option chunk_size=N``) through the embedder (and its cache), with a
