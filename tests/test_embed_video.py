@@ -501,6 +501,32 @@ def test_vlm2vec_short_folders_and_every_frame(tiny_qwen2_vl: Path, frames: Path
     assert len(vlm2vec_process_video_frames(vlm2vec_load_frames(short), 8)) == 5
 
 
+def test_vlm2vec_uses_a_composed_instruction_exactly(tiny_qwen2_vl: Path, frames: Path) -> None:
+    """MMEB-V2 hands VLM2Vec its loaders' exact strings (``Composed``): the prompt, its cache
+    key and the token ids keep every space and newline; another format gets the plain text."""
+    from bindkit.embed.prompts import Composed
+
+    model = load(f"vlm2vec:{tiny_qwen2_vl}")
+    inst = "Recognize the breakfast type that the person is cooking in the video."
+    composed = Composed(inst, " " + inst + " ")
+    assert model.render(None, False, "query", composed, video=True) == (
+        "<|video_pad|> " + inst + " "
+    )
+    assert model.prompt_key("video", "query", composed) != model.prompt_key("video", "query", inst)
+    page = Composed("Represent the given image.", "\nRepresent the given image.")
+    assert model.render(None, True, "document", page) == "<|image_pad|>\nRepresent the given image."
+    ref = VideoRef(frames)
+    batch = model.collate(
+        [(ref, model.video_key(ref))], modality="video", role="query", instruction=composed
+    )
+    ids = [int(i) for i in batch["input_ids"][0] if int(i) != model.tokenizer.pad_token_id]
+    assert model.tokenizer.decode(ids).endswith("in the video. ")
+    generic = load(f"mllm:{tiny_qwen2_vl}")
+    assert generic.render(None, True, "document", page) == generic.render(
+        None, True, "document", "Represent the given image."
+    )
+
+
 def test_gme_and_dual_encoders_refuse_videos(tiny_qwen2_vl: Path, clip: Path) -> None:
     gme = load(f"gme:{tiny_qwen2_vl}")
     assert "video" not in gme.modalities
