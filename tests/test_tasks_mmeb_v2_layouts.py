@@ -178,3 +178,25 @@ def test_seed_002_sizes_that_differ_warn_in_one_line() -> None:
     )
     for name, n in (("K700", 1001), ("Video-MME", 10)):
         assert size_warning(name, _split(n, 4, "global")) is not None
+
+
+def test_the_task_finds_and_hashes_json_layouts(tmp_path: Path) -> None:
+    """``load`` lists a dataset as present from its JSON files, and its data identity follows
+    them (a changed JSONL file changes it)."""
+    from bindkit.tasks.base import get_task
+
+    ucf = tmp_path / "VLM2Vec/UCF101"
+    _card(ucf, {"default": {"test": "data/test.jsonl"}})
+    _jsonl(ucf / "data/test.jsonl", [{"video_id": "v1", "pos_text": "Archery"}])
+    msvd = tmp_path / "VLM2Vec/MSVD"
+    _card(msvd, {"default": {"test": "msvd_test.json"}})
+    (msvd / "msvd_test.json").write_text(json.dumps([{"video_id": "a", "caption": "c"}]))
+    task = get_task("mmeb_v2")
+    dataset = task.load(tmp_path)
+    assert set(dataset.subsets) == {"UCF101", "MSVD"}
+    before = task.data_identity(dataset, "UCF101", "it")
+    _jsonl(ucf / "data/test.jsonl", [{"video_id": "v2", "pos_text": "Archery"}])
+    assert task.data_identity(task.load(tmp_path), "UCF101", "it") != before
+    assert task.data_identity(task.load(tmp_path), "MSVD", "it") == task.data_identity(
+        dataset, "MSVD", "it"
+    )
