@@ -10,15 +10,15 @@ over its datasets and *overall* the mean over every dataset scored.
 
 Ties follow ``np.argsort(-scores)`` as ``eval.py`` ranks (the ranking here is that call, so on
 one machine ties break as VLM2Vec's do). numpy does not define that order: its default sort is
-not stable, and with AVX-512 (numpy 2.4) it reorders ties even among 4 candidates (``-[0, 0, 1,
-1]`` ranks index 3 before 2). Measured there, a tie between the first-listed candidate and one
-other (float32, 2,000 draws each) went to the first-listed in every draw for 2, 4, 5, 8, 16, 17
-and 100 candidates and in 97% for 1,000. Per meta-task: *image* lists the answer first
-(``tgt_text[0]``), so a tie mostly counts as correct; *video* QA and moment retrieval list the
-answer anywhere among a query's own options, and classification, retrieval and *visdoc* rank
-against every label, clip or page, so a tie there falls as numpy's order has it. ``ties`` is one
-value per task and is declared ``wrong`` (no tie is credited on purpose); this paragraph is the
-rule.
+not stable, and with AVX-512 (numpy 2.4) it reorders ties even among 4 candidates (scores
+``[0, 0, 1, 1]``: index 3 ranks before 2). Measured there, a tie between the first-listed
+candidate and one other (float32, 2,000 draws each) went to the first-listed in every draw for
+2, 4, 5, 8, 16, 17 and 100 candidates and in 97% for 1,000. Per meta-task: *image* lists the
+answer first (``tgt_text[0]``), so a tie mostly counts as correct; *video* QA and moment
+retrieval list the answer anywhere among a query's own options, and classification, retrieval
+and *visdoc* rank against every label, clip or page, so a tie there falls as numpy's order has
+it. ``ties`` is one value per task and is declared ``wrong`` (no tie is credited on purpose);
+this paragraph is the rule.
 
 Readers and file layout: :mod:`bindkit.tasks._mmeb_v2_data`. Inputs are embedded in chunks of
 ``chunk_size`` (``--task-option chunk_size=N``) through the embedder (and its cache), with a
