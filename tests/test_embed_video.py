@@ -158,6 +158,17 @@ def vlm2vec_sample_frames(frames, num_segments):  # type: ignore[no-untyped-def]
     return sampled_frames
 
 
+def vlm2vec_process_video_frames(frames, num_frames=None):  # type: ignore[no-untyped-def]
+    # VLM2Vec vision_utils.py process_video_frames after its load_frames (frames given here)
+    if num_frames == 0:
+        return []
+    if num_frames is None:
+        return frames
+    elif num_frames and num_frames <= len(frames):
+        frames = vlm2vec_sample_frames(frames, num_segments=num_frames)
+    return frames
+
+
 def qwen3_embedding_sample_frames(frames, max_segments):  # type: ignore[no-untyped-def]
     # verbatim: Qwen3-VL-Embedding src/models/qwen3_vl_embedding.py
     duration = len(frames)
@@ -235,8 +246,14 @@ def test_frame_indices_by_hand() -> None:
     saved = [math.floor(i * 100 / 64) for i in range(64)]
     positions = [0, 9, 18, 27, 36, 45, 54, 63]
     assert file_indices(100, 25.0, VIDEO_SETTINGS["vlm2vec"]) == [saved[p] for p in positions]
-    # a 5-frame folder for VLM2Vec: 0, 0, 1, 1, 2, 2, 3, 4 (truncated linspace)
-    assert folder_indices(5, VIDEO_SETTINGS["vlm2vec"]) == [0, 0, 1, 1, 2, 2, 3, 4]
+    # a 5-frame folder for VLM2Vec: every frame (process_video_frames samples only when there
+    # are at least 8; sample_frames alone would repeat them: 0, 0, 1, 1, 2, 2, 3, 4)
+    assert folder_indices(5, VIDEO_SETTINGS["vlm2vec"]) == [0, 1, 2, 3, 4]
+    # a 5-frame file: every saved frame too
+    assert file_indices(5, 25.0, VIDEO_SETTINGS["vlm2vec"]) == [0, 1, 2, 3, 4]
+    # MomentSeeker's load_frames (VideoRef sample=False): every frame, every saved frame
+    assert folder_indices(20, VIDEO_SETTINGS["vlm2vec"], sample=False) == list(range(20))
+    assert file_indices(100, 25.0, VIDEO_SETTINGS["vlm2vec"], sample=False) == saved
 
 
 @pytest.mark.parametrize(
@@ -261,10 +278,12 @@ def test_indices_equal_qwen_vl_utils(
     assert file_indices(total, rate, settings) == expected
 
 
-@pytest.mark.parametrize("count", [3, 8, 64, 65, 200])
+@pytest.mark.parametrize("count", [1, 3, 5, 7, 8, 9, 64, 65, 200])
 def test_folder_sampling_equals_the_references(count: int) -> None:
     names = list(range(count))
-    assert folder_indices(count, VIDEO_SETTINGS["vlm2vec"]) == vlm2vec_sample_frames(names, 8)
+    vlm2vec = VIDEO_SETTINGS["vlm2vec"]
+    assert folder_indices(count, vlm2vec) == vlm2vec_process_video_frames(names, 8)
+    assert folder_indices(count, vlm2vec, sample=False) == vlm2vec_process_video_frames(names)
     q3 = VIDEO_SETTINGS["qwen3-vl-embedding"]
     assert folder_indices(count, q3) == qwen3_embedding_sample_frames(names, 64)
 
@@ -461,6 +480,51 @@ def test_vlm2vec_video_prompt_frames_and_positions(tiny_qwen2_vl: Path, frames: 
     mask = batch["attention_mask"]
     assert bool((batch["position_ids"] == (mask.cumsum(-1) - 1).clamp(min=0)).all())
     assert model.embed_videos([frames]).shape == (1, 32)
+
+
+def test_vlm2vec_short_folders_and_every_frame(tiny_qwen2_vl: Path, frames: Path) -> None:
+    """Fewer than 8 frames: all of them (process_video_frames); ``VideoRef(sample=False)``:
+    all 11 (MomentSeeker's load_frames), under a key of its own."""
+    model = load(f"vlm2vec:{tiny_qwen2_vl}")
+    names = vlm2vec_load_frames(frames)
+    every = VideoRef(frames, sample=False)
+    assert model.video_key(every) != model.video_key(VideoRef(frames))
+    prepared = model.prepare_video(every, model.video_key(every))
+    assert prepared.indices == tuple(range(len(names))) == tuple(range(11))
+    assert model.video_tokens(every) > model.video_tokens(VideoRef(frames))
+    short = frames.parent / "short"
+    short.mkdir()
+    for name in names[:5]:
+        (short / Path(name).name).write_bytes(Path(name).read_bytes())
+    kept = model.prepare_video(VideoRef(short), model.video_key(VideoRef(short)))
+    assert kept.indices == (0, 1, 2, 3, 4)
+    assert len(vlm2vec_process_video_frames(vlm2vec_load_frames(short), 8)) == 5
+
+
+def test_vlm2vec_uses_a_composed_instruction_exactly(tiny_qwen2_vl: Path, frames: Path) -> None:
+    """MMEB-V2 hands VLM2Vec its loaders' exact strings (``Composed``): the prompt, its cache
+    key and the token ids keep every space and newline; another format gets the plain text."""
+    from bindkit.embed.prompts import Composed
+
+    model = load(f"vlm2vec:{tiny_qwen2_vl}")
+    inst = "Recognize the breakfast type that the person is cooking in the video."
+    composed = Composed(inst, " " + inst + " ")
+    assert model.render(None, False, "query", composed, video=True) == (
+        "<|video_pad|> " + inst + " "
+    )
+    assert model.prompt_key("video", "query", composed) != model.prompt_key("video", "query", inst)
+    page = Composed("Represent the given image.", "\nRepresent the given image.")
+    assert model.render(None, True, "document", page) == "<|image_pad|>\nRepresent the given image."
+    ref = VideoRef(frames)
+    batch = model.collate(
+        [(ref, model.video_key(ref))], modality="video", role="query", instruction=composed
+    )
+    ids = [int(i) for i in batch["input_ids"][0] if int(i) != model.tokenizer.pad_token_id]
+    assert model.tokenizer.decode(ids).endswith("in the video. ")
+    generic = load(f"mllm:{tiny_qwen2_vl}")
+    assert generic.render(None, True, "document", page) == generic.render(
+        None, True, "document", "Represent the given image."
+    )
 
 
 def test_gme_and_dual_encoders_refuse_videos(tiny_qwen2_vl: Path, clip: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -57,9 +58,10 @@ def _colour(image: Any) -> np.ndarray:
     return np.concatenate([rgb, np.sin(7 * rgb), np.cos(5 * rgb), rgb**2]).astype(np.float32)
 
 
-def sampled_frames(folder: Path, num_frames: int = 8) -> list[Path]:
+def sampled_frames(folder: Path, num_frames: int | None = 8) -> list[Path]:
     """VLM2Vec's ``process_video_frames``: frames in natural name order, ``num_frames`` of them
-    at ``np.linspace(0, n - 1, num_frames, dtype=int)`` when there are enough."""
+    at ``np.linspace(0, n - 1, num_frames, dtype=int)`` when there are enough; ``None``: all
+    of them (``load_frames``)."""
 
     def key(name: str) -> list[Any]:
         return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
@@ -67,7 +69,7 @@ def sampled_frames(folder: Path, num_frames: int = 8) -> list[Path]:
     frames = sorted(
         (p for p in folder.iterdir() if p.suffix in (".png", ".jpeg")), key=lambda p: key(p.name)
     )
-    if num_frames <= len(frames):
+    if num_frames is not None and num_frames <= len(frames):
         frames = [frames[i] for i in np.linspace(0, len(frames) - 1, num_frames, dtype=int)]
     return frames
 
@@ -82,6 +84,7 @@ class ColourWords(BaseEmbedder):
         super().__init__(spec="test:colour-words", **kwargs)
         self.encoded: list[tuple[str, int]] = []
         self.crash_after_videos = crash_after_videos
+        self.videos: list[VideoRef] = []
 
     def _describe(self) -> dict[str, Any]:
         return {"backend": "colour-words"}
@@ -99,6 +102,10 @@ class ColourWords(BaseEmbedder):
         self, videos: Any, *, role: Any = "query", instruction: str | None = None
     ) -> np.ndarray:
         refs = [as_video_ref(v) for v in videos]
+        self.videos += refs
+
+        def frames(ref: VideoRef) -> list[Path]:
+            return sampled_frames(ref.path, 8 if ref.sample else None)
 
         def encode(batch: list[VideoRef]) -> np.ndarray:
             done = sum(n for kind, n in self.encoded if kind == "video")
@@ -107,15 +114,11 @@ class ColourWords(BaseEmbedder):
             self.encoded.append(("video", len(batch)))
             bonus = _instruction(instruction)
             return np.stack(
-                [
-                    np.mean([_colour(Image.open(f)) for f in sampled_frames(r.path)], 0) + bonus
-                    for r in batch
-                ]
+                [np.mean([_colour(Image.open(f)) for f in frames(r)], 0) + bonus for r in batch]
             )
 
         keys = [
-            "vid:"
-            + hashlib.sha256(b"".join(f.read_bytes() for f in sampled_frames(r.path))).hexdigest()
+            "vid:" + hashlib.sha256(b"".join(f.read_bytes() for f in frames(r))).hexdigest()
             for r in refs
         ]
         return self._run(
@@ -879,9 +882,9 @@ def other_video_fixture(root: Path) -> dict[str, Any]:
         base = f"video-tasks/frames/video_mret/QVHighlight/{name}"
         for c in ("query", "negative_0", "negative_1", "positive", "negative_2"):
             clip(root / base / c)
-        names = [
-            f"{base}/{c}" for c in sorted(["negative_0", "negative_1", "positive", "negative_2"])
-        ]
+        # moment_retrieval_datasets.py: os.listdir order, 'query' and files skipped
+        listed = os.listdir(root / base)
+        names = [f"{base}/{c}" for c in listed if c != "query" and (root / base / c).is_dir()]
         text = (
             f"{VIDEO_TOKEN} Find the clip that corresponds to the described scene in the given "
             f"video: {r['query']}"
@@ -974,6 +977,65 @@ def test_the_other_video_loaders_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
         assert result["per_query"]["top"] == expected["top5"], name
         assert result["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"]), name
         assert result["scores"]["ndcg_linear_at_5"] == pytest.approx(expected["ndcg_linear@5"])
+
+
+def test_momentseeker_clips_keep_every_frame(tmp_path: Path) -> None:
+    """MomentSeeker's loader reads its segments and clips with ``load_frames`` (no sampling):
+    the embedder gets ``VideoRef(sample=False)``; the other datasets' clips are sampled."""
+    from bindkit.tasks.base import EvalContext, get_task
+
+    data = tmp_path / "MMEB-V2"
+    other_video_fixture(data)
+    task = get_task("mmeb_v2")
+    dataset = task.load(data)
+    seeker, moments = ColourWords(cache=None), ColourWords(cache=None)
+    assert task.evaluate(seeker, dataset, "MomentSeeker", "it", EvalContext()) is not None
+    assert task.evaluate(moments, dataset, "QVHighlight", "it", EvalContext()) is not None
+    assert seeker.videos and not any(v.sample for v in seeker.videos)
+    assert moments.videos and all(v.sample for v in moments.videos)
+
+
+def test_moment_candidates_and_answer_follow_os_listdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VLM2Vec lists the clip folders with ``os.listdir`` and takes the last ``positive*`` one
+    as the answer; a listing that is not in name order shows it."""
+    from bindkit.tasks._mmeb_v2_data import SOURCES
+
+    source = SOURCES["QVHighlight"]
+    _parquet(
+        tmp_path / "VLM2Vec/QVHighlight/data/test-00000-of-00001.parquet",
+        [{"query": "a dog runs", "video_path": "videos/vid_a.mp4"}],
+    )
+    base = tmp_path / source.media / "vid_a"
+    listed = ["positive_b", "negative_1", "query", "positive_a", "negative_0"]
+    for c in listed:
+        (base / c).mkdir(parents=True)
+    (base / "notes.txt").write_text("a file, skipped")
+    real = os.listdir
+    monkeypatch.setattr(
+        os, "listdir", lambda p: [*listed, "notes.txt"] if Path(p) == base else real(p)
+    )
+    (query,) = source.reader(tmp_path, "QVHighlight", source).queries
+    clips = [Path(c).name for c in query.candidates]
+    assert clips == ["positive_b", "negative_1", "positive_a", "negative_0"]
+    assert [Path(c).name for c in query.labels] == ["positive_a"]  # the last listed
+
+
+def test_a_seed_002_dataset_of_another_size_is_noted(tmp_path: Path) -> None:
+    from bindkit.tasks.base import EvalContext, get_task
+
+    data = tmp_path / "MMEB-V2"
+    video_fixture(data)
+    task = get_task("mmeb_v2")
+    dataset = task.load(data)
+    notes: list[str] = []
+    ctx = EvalContext(warn=notes.append)
+    assert task.evaluate(ColourWords(cache=None), dataset, "UCF101", "it", ctx) is not None
+    assert notes == [
+        "warning: mmeb_v2 UCF101: 3 queries, 101 candidates; seed 002 reports 1,000 queries, "
+        "101 candidates: check the download (huggingface.co/datasets/VLM2Vec/UCF101)"
+    ]
 
 
 # -- a real model path: tiny Qwen2-VL through `bindkit eval` ------------------------------------
@@ -1201,7 +1263,8 @@ def test_the_other_image_loaders_equal_vlm2vecs_scoring(tmp_path: Path) -> None:
         result = task.evaluate(ColourWords(cache=None), dataset, name, "it", EvalContext())
         assert result is not None
         assert result["per_query"]["top"] == expected["top5"], name
-        assert result["per_query"]["ids"] == (paths if kind != "t2i" else ["0", "1", "2"])
+        numbered = [f"{i}:{p}" for i, p in enumerate(paths)]
+        assert result["per_query"]["ids"] == (numbered if kind != "t2i" else ["0", "1", "2"])
         assert result["scores"]["hit_at_1"] == pytest.approx(expected["hit@1"]), name
 
 

@@ -26,6 +26,23 @@ REPRESENTATION_PROMPT = "Represent the given text/image in one word."
 Message = dict[str, Any]
 
 
+class Composed(str):
+    """An instruction a benchmark's reference composed around the model's image or video token.
+
+    As a ``str`` it is the plain instruction (what every other prompt format uses); ``exact`` is
+    what follows the token in the reference's prompt, whitespace included, which the ``vlm2vec``
+    format uses verbatim (``"<|image_pad|>" + exact``): with last-token pooling a space or a
+    newline changes the embedding. MMEB-V2's readers pass their inputs this way.
+    """
+
+    exact: str
+
+    def __new__(cls, plain: str, exact: str) -> Composed:
+        made = super().__new__(cls, plain)
+        made.exact = exact
+        return made
+
+
 def qwen3_vl_embedding_messages(
     text: str | None, has_image: bool, instruction: str | None, *, video: bool = False
 ) -> list[Message]:
@@ -84,7 +101,13 @@ def vlm2vec_prompt(
 
     A video (MMEB-V2 ``process_input_text``): ``"<|video_pad|> {inst} {text}"``, no newline; a
     video candidate without instruction ``"<|video_pad|> Represent the given video."``.
+
+    A :class:`Composed` instruction is the reference's own composition: the token (for an image
+    or a video), then ``instruction.exact`` and the text, unchanged.
     """
+    if isinstance(instruction, Composed):
+        token = VIDEO_PAD if video else BARE_IMAGE_PLACEHOLDER if has_image else ""
+        return token + instruction.exact + (text or "")
     if video:
         words = " ".join(w for w in ((instruction or "").rstrip(), text or "") if w)
         return f"{VIDEO_PAD} {words or VLM2VEC_VIDEO_DEFAULT}"

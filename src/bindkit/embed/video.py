@@ -28,9 +28,15 @@ from bindkit.errors import BindkitError
 
 @dataclass(frozen=True)
 class VideoRef:
-    """A video file, or a folder whose image files are the frames in name order."""
+    """A video file, or a folder whose image files are the frames in name order.
+
+    ``sample=False`` asks for every frame where the family's reference samples a fixed count
+    (VLM2Vec's ``num_frames``): MMEB-V2's MomentSeeker loads its clips with ``load_frames``,
+    which keeps them all. Other sampling (fps, frame caps) is unchanged.
+    """
 
     path: Path
+    sample: bool = True
 
 
 VideoInput = str | Path | VideoRef
@@ -145,8 +151,11 @@ def linspace_trunc(length: int, count: int) -> list[int]:
     return [int(i) for i in np.linspace(0, length - 1, count, dtype=int).tolist()]
 
 
-def file_indices(total_frames: int, video_fps: float, settings: VideoSettings) -> list[int]:
-    """The frames of a video file each family's reference decodes, in order."""
+def file_indices(
+    total_frames: int, video_fps: float, settings: VideoSettings, sample: bool = True
+) -> list[int]:
+    """The frames of a video file each family's reference decodes, in order (``sample=False``:
+    every saved frame instead of ``num_frames`` of them)."""
     if settings.num_frames is None:
         count = smart_nframes(
             total_frames, video_fps, settings.fps, settings.min_frames, settings.max_frames
@@ -156,19 +165,25 @@ def file_indices(total_frames: int, video_fps: float, settings: VideoSettings) -
     if settings.saved_frames is not None and total_frames > settings.saved_frames:
         step = total_frames / settings.saved_frames
         saved = [math.floor(i * step) for i in range(settings.saved_frames)]
+    if not sample:
+        return saved
     return [saved[i] for i in vlm2vec_sample(len(saved), settings.num_frames)]
 
 
 def vlm2vec_sample(length: int, count: int) -> list[int]:
-    """VLM2Vec ``sample_frames``: truncated ``linspace`` positions (repeats when the folder has
-    fewer frames than ``count``; its fill-up loop never runs, every position exists)."""
+    """VLM2Vec ``process_video_frames``: ``sample_frames``' truncated ``linspace`` positions
+    when there are at least ``count`` frames, else every frame (it samples only when
+    ``num_frames <= len(frames)``)."""
+    if count > length:
+        return list(range(length))
     return linspace_trunc(length, count)
 
 
-def folder_indices(count: int, settings: VideoSettings) -> list[int]:
-    """Which frames of a folder of ``count`` each reference keeps (before the even padding)."""
+def folder_indices(count: int, settings: VideoSettings, sample: bool = True) -> list[int]:
+    """Which frames of a folder of ``count`` each reference keeps (before the even padding);
+    ``sample=False``: every frame instead of ``num_frames`` of them (VLM2Vec ``load_frames``)."""
     if settings.num_frames is not None:
-        return vlm2vec_sample(count, settings.num_frames)
+        return vlm2vec_sample(count, settings.num_frames) if sample else list(range(count))
     if settings.folder_max_frames is not None and count > settings.folder_max_frames:
         return linspace_trunc(count, settings.folder_max_frames)
     return list(range(count))
@@ -340,7 +355,7 @@ def prepare_video(
     ref = as_video_ref(video)
     if ref.path.is_dir():
         files = list_frames(ref.path)
-        keep = folder_indices(len(files), settings)
+        keep = folder_indices(len(files), settings, ref.sample)
         pictures = [_open_frame(files[i]) for i in keep]
         if settings.resize == "qwen-vl-utils":
             # fetch_video hands each frame to fetch_image with image_patch_size=factor, so the
@@ -358,7 +373,7 @@ def prepare_video(
             raise BindkitError(
                 f"{ref.path}: {info.frames} frames at {info.fps} fps; a video needs at least 2"
             )
-        picked = file_indices(info.frames, info.fps, settings)
+        picked = file_indices(info.frames, info.fps, settings, ref.sample)
         frames = decode_frames(ref.path, picked)
         indices, fps = tuple(picked), info.fps
         sample_fps = len(picked) / max(info.frames, 1e-6) * info.fps

@@ -4,16 +4,19 @@ Each reader turns one dataset's published annotation rows into :class:`Split`: q
 input, the candidate names and the relevant names) and the candidates by name, de-duplicated by
 name in first-seen order (rows first, then the corpus) as ``generate_cand_dataset`` does, so a
 ranking over "all candidates" lists them in VLM2Vec's order. Texts are composed as each loader
-composes them, with the model's image or video token left out (the embedder adds its own) and
-surrounding whitespace stripped; an input with an image, a page or a video passes its text as the
-embedder's instruction.
+composes them, whitespace included (a text query is the loader's string as it is, e.g. image_t2i's
+final ``"\n"``); an input with an image, a page or a video passes its text as the embedder's
+instruction: a :class:`~bindkit.embed.prompts.Composed`, plain (stripped, the model's token left
+out) for every prompt format and exact (what follows VLM2Vec's token, every space and newline
+kept) for ``vlm2vec:``.
 
 Files, relative to ``--data ROOT`` (a clone of the Hub dataset ``TIGER-Lab/MMEB-V2`` with each
 annotation dataset downloaded to ``ROOT/<hub owner>/<hub name>``, e.g. with
 ``hf download VLM2Vec/UCF101 --repo-type dataset --local-dir ROOT/VLM2Vec/UCF101``):
 
 * image: ``ziyjiang/MMEB_Test_Instruct/<dataset>/test-*.parquet``, images under ``image-tasks/``;
-* video: ``VLM2Vec/<dataset>/...parquet``, frames ``video-tasks/frames/<group>/<dataset>/<id>/``
+* video: ``VLM2Vec/<dataset>/`` (parquet, JSON or JSONL, as its card's ``configs:`` names
+  them), frames ``video-tasks/frames/<group>/<dataset>/<id>/``
   (else the clip ``video-tasks/videos/<group>/<dataset>/<id>.mp4``);
 * visual documents: the BEIR-format ``queries``, ``qrels`` and ``corpus`` parquet files of
   ``vidore/...``, ``openbmb/VisRAG-Ret-Test-...`` or ``VLM2Vec/...``; pages are the corpus rows'
@@ -23,13 +26,15 @@ annotation dataset downloaded to ``ROOT/<hub owner>/<hub name>``, e.g. with
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from bindkit.errors import DataFormatError
+from bindkit.errors import BindkitError, DataFormatError
 from bindkit.tasks._pairs import read_parquet_rows
 
 Kind = Literal["text", "image", "video", "page"]
@@ -43,6 +48,10 @@ class Input:
     kind: Kind
     text: str
     path: str = ""  # image file or video (frame folder) under ROOT, or a page's corpus id
+    sample: bool = True  # a video: False keeps every frame (VLM2Vec's load_frames)
+    #: an image or a video: what follows the model's token in VLM2Vec's composed prompt,
+    #: whitespace kept (``prompts.Composed``); ``text`` is the plain instruction
+    exact: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,10 +88,20 @@ class Source:
     ranking: Literal["local", "global"] = "local"
 
     def files(self, root: Path, config: str | None = None) -> list[Path]:
-        """The split's parquet files in the Hub's layouts: ``<config>/<split>-*.parquet``,
-        ``<config>/<split>/*.parquet`` (``refs/convert/parquet``), ``data/<split>-*.parquet``."""
+        """The split's annotation files (parquet, JSON or JSONL) in the Hub's layouts.
+
+        A folder with a dataset card resolves them as ``datasets.load_dataset(folder, config,
+        split=...)`` does (the card's ``configs:`` mapping, e.g. ``data/test.jsonl`` or a root
+        ``msvd_test.json``); otherwise, or when the card names no such config, the parquet
+        layouts ``<config>/<split>-*.parquet``, ``<config>/<split>/*.parquet``
+        (``refs/convert/parquet``) and ``data/<split>-*.parquet``; last, the file names
+        ``datasets`` infers a split from (``data/test.jsonl``, ``default/test/0000.parquet``)."""
         base = root / self.repo
         config = config if config is not None else self.config
+        if (base / "README.md").is_file():
+            found = _card_files(base, config, self.split)
+            if found:
+                return found
         folders = [base / config, base / "data" / config] if config else [base / "data", base]
         if not config:
             folders.append(base / "default")
@@ -92,6 +111,8 @@ class Source:
             )
             if found:
                 return found
+        if not config and base.is_dir():
+            return _card_files(base, None, self.split)
         return []
 
     def rows(self, root: Path, columns: tuple[str, ...], config: str | None = None) -> list[Any]:
@@ -99,10 +120,56 @@ class Source:
         if not files:
             where = root / self.repo / (config or self.config or "")
             raise DataFormatError(
-                f"{where}: no {self.split} parquet files; download huggingface.co/datasets/"
-                f"{self.repo} to {root / self.repo}"
+                f"{where}: no {self.split} annotation files (parquet, JSON or JSONL); download "
+                f"huggingface.co/datasets/{self.repo} to {root / self.repo}"
             )
-        return [row for f in files for row in read_parquet_rows(f, columns)]
+        return [row for f in files for row in read_rows(f, columns)]
+
+
+def _card_files(base: Path, config: str | None, split: str) -> list[Path]:
+    """The split's files as ``datasets`` resolves a local dataset folder (its card's
+    ``configs:``, else its inferred layout); empty when it resolves none."""
+    try:
+        import datasets  # type: ignore[import-untyped]
+    except ImportError:
+        raise BindkitError(
+            f"{base}: reading its dataset card needs datasets; pip install 'bindkit[benchmarks]'"
+        ) from None
+    with tempfile.TemporaryDirectory() as cache:  # resolving writes lock files only
+        try:
+            builder = datasets.load_dataset_builder(str(base), config, cache_dir=cache)
+        except (FileNotFoundError, ValueError):
+            return []  # no data files, or the card has no such config
+    found = (builder.config.data_files or {}).get(split, [])
+    return [Path(str(f)) for f in found if Path(str(f)).suffix in READABLE]
+
+
+READABLE = (".parquet", ".json", ".jsonl")
+
+
+def read_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One annotation file's rows (parquet, JSON lines, or a JSON list of records) with
+    ``columns``; a missing column names the file."""
+    if path.suffix == ".parquet":
+        return read_parquet_rows(path, columns)
+    try:
+        with path.open(encoding="utf-8") as f:
+            if path.suffix == ".jsonl":
+                records = [json.loads(line) for line in f if line.strip()]
+            else:
+                records = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataFormatError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise DataFormatError(f"{path}: expected a list of records; pass the file as published")
+    for record in records:
+        missing = [c for c in columns if c not in record]
+        if missing:
+            raise DataFormatError(
+                f"{path}: no field {missing[0]!r} (found {', '.join(record)}); "
+                "pass the file as published"
+            )
+    return [{c: r[c] for c in columns} for r in records]
 
 
 # -- image (MMEB_Test_Instruct rows; every ranking is over the row's own candidates) -------------
@@ -110,26 +177,46 @@ IMAGE_TOKEN = "<|image_1|>"
 IMAGE_COLUMNS = ("qry_inst", "qry_text", "qry_img_path", "tgt_inst", "tgt_text", "tgt_img_path")
 
 
-def _clean(text: str) -> str:
-    return text.replace(IMAGE_TOKEN, "").strip()
+def after_token(instruction: str, text: str | None = None) -> str:
+    """What follows the token in ``process_input_text(instruction, text=text,
+    add_image_token=True)`` (or ``add_video_token``): ``" " + instruction [+ " " + text]``."""
+    return " " + (f"{instruction} {text}" if text else instruction)
+
+
+def _vlm2vec_v1(instruction: str, text: str | None = None) -> str:
+    """The image loaders' ``process_input_text(...).replace(" \\n", "\\n")`` after the token
+    (the replace also joins the token's space to a leading newline)."""
+    return (BARE_IMAGE + after_token(instruction, text)).replace(" \n", "\n")[len(BARE_IMAGE) :]
+
+
+BARE_IMAGE = "<|image_pad|>"  # VLM2Vec's Qwen2-VL image token, only to compose the replace
 
 
 def _image_query(row: dict[str, Any], newline_first: bool) -> Input:
-    """``process_input_text(inst, text=qry_text, add_image_token=True)`` without the token."""
+    """``process_input_text(inst, text=qry_text, add_image_token=True)`` (then the replace and
+    ``+ "\\n"``) without the token; ``text`` is the same, stripped."""
     inst = str(row["qry_inst"] or "").replace(IMAGE_TOKEN, "")
     if newline_first:  # image_qa and image_i2i_vg: "\n" + inst.strip()
         inst = "\n" + inst.strip()
     text = f"{inst} {row['qry_text']}" if row["qry_text"] else inst
     path = f"image-tasks/{row['qry_img_path']}"
-    return Input("image", text.replace(" \n", "\n").strip(), path)
+    exact = _vlm2vec_v1(inst, row["qry_text"] or None) + "\n"
+    return Input("image", text.replace(" \n", "\n").strip(), path, exact=exact)
 
 
-def _target_texts(row: dict[str, Any]) -> list[str]:
+def _target_texts(row: dict[str, Any], kind: str) -> list[tuple[str, str]]:
+    """(plain, exact) per candidate image: the instruction with the caption (WebQA, EDIS,
+    RefCOCO-Matching) and a final newline, or the instruction alone, with the newline for
+    image_t2i and without it for image_i2i_vg (``image_i2i_vg_dataset.py``)."""
     inst = str(row["tgt_inst"] or "").replace(IMAGE_TOKEN, "")
     captions = [str(c or "") for c in row["tgt_text"]]
     if captions and captions[0].strip():  # WebQA, EDIS, RefCOCO-Matching: instruction + caption
-        return [f"{inst} {c}".replace(" \n", "\n").strip() for c in captions]
-    return [inst.replace(" \n", "\n").strip()] * len(row["tgt_img_path"])
+        return [
+            (f"{inst} {c}".replace(" \n", "\n").strip(), _vlm2vec_v1(f"{inst} {c}", "") + "\n")
+            for c in captions
+        ]
+    exact = _vlm2vec_v1(inst, "") + ("\n" if kind == "t2i" else "")
+    return [(inst.replace(" \n", "\n").strip(), exact)] * len(row["tgt_img_path"])
 
 
 def _image_reader(kind: str) -> Callable[[Path, str, Source], Split]:
@@ -143,19 +230,22 @@ def _image_reader(kind: str) -> Callable[[Path, str, Source], Split]:
             if kind in ("cls", "qa", "i2t"):
                 query = _image_query(row, newline_first=kind == "qa")
                 names = targets
-                for t in targets:
-                    split.add(t, Input("text", t.strip()))
+                for t in targets:  # the candidate texts as published
+                    split.add(t, Input("text", t))
             else:
-                if kind == "t2i":
+                if kind == "t2i":  # image_t2i_eval: inst + " " + text + "\n" (VisDial "\n\n")
                     inst = str(row["qry_inst"] or "").replace(IMAGE_TOKEN, "")
-                    query = Input("text", f"{inst} {row['qry_text']}".strip())
+                    text = f"{inst} {row['qry_text']}\n" + ("\n" if name == "VisDial" else "")
+                    query = Input("text", text)
                     names = paths
                 else:  # i2i_vg: the name is path + caption (several objects of one image)
                     query = _image_query(row, newline_first=True)
                     names = [f"{p}:{c.strip(chr(34))}" for p, c in zip(paths, targets, strict=True)]
-                for n, p, text in zip(names, paths, _target_texts(row), strict=True):
-                    split.add(n, Input("image", text, f"image-tasks/{p}"))
-            qid = str(row["qry_img_path"] or number)
+                for n, p, (text, exact) in zip(names, paths, _target_texts(row, kind), strict=True):
+                    split.add(n, Input("image", text, f"image-tasks/{p}", exact=exact))
+            # the row number first: one image can be the query of several rows (VQA, VisDial)
+            path = row["qry_img_path"]
+            qid = f"{number}:{path}" if path else str(number)
             split.queries.append(Query(qid, query, tuple(names), (names[0],)))
         return split
 
@@ -188,6 +278,12 @@ def _qa_query(query: str) -> str:
     return f"{QA_PROMPT} {query}".strip()
 
 
+def _clip(text: str, path: str, exact: str | None = None, sample: bool = True) -> Input:
+    """A video input: ``text`` plain (stripped), ``exact`` what follows VLM2Vec's video token
+    (default ``" " + text`` unstripped, as ``process_input_text``/``process_query`` put it)."""
+    return Input("video", text.strip(), path, sample, " " + text if exact is None else exact)
+
+
 def _option_text(option: str) -> str:
     """The candidate text VLM2Vec embeds for an option such as ``"A. a dog"`` (restated as
     published, including its slice for an option without ``". "``)."""
@@ -196,10 +292,10 @@ def _option_text(option: str) -> str:
 
 def _read_cls(root: Path, name: str, source: Source) -> Split:
     split = Split([], {}, "global")
-    instruction = CLS_INSTRUCTION[name].strip()
+    instruction = CLS_INSTRUCTION[name]  # Breakfast's ends with a space, kept in ``exact``
     for row in source.rows(root, ("video_id", "pos_text")):
         vid, label = str(row["video_id"]), str(row["pos_text"])
-        query = Input("video", instruction, f"{source.media}/{vid}")
+        query = _clip(instruction, f"{source.media}/{vid}")
         split.queries.append(Query(vid, query, (), (label,)))
         split.add(label, Input("text", label))
     for label in video_labels(name):
@@ -211,8 +307,11 @@ def _read_activitynetqa(root: Path, name: str, source: Source) -> Split:
     split = Split([], {}, "local")
     options = ("yes", "no")
     for row in source.rows(root, ("video_name", "question", "answer", "question_id")):
-        text = _qa_query(str(row["question"]) + "? (A) yes; (B) no.")
-        query = Input("video", text, f"{source.media}/v_{row['video_name']}")
+        question = str(row["question"]) + "? (A) yes; (B) no."
+        text = _qa_query(question)
+        query = _clip(
+            text, f"{source.media}/v_{row['video_name']}", exact=f" {QA_PROMPT} {question}"
+        )
         split.queries.append(Query(str(row["question_id"]), query, options, (str(row["answer"]),)))
         for o in options:
             split.add(o, Input("text", o))
@@ -224,8 +323,9 @@ def _read_egoschema(root: Path, name: str, source: Source) -> Split:
     columns = ("video_idx", "question", "answer", "question_idx", "option")
     for row in source.rows(root, columns):
         options = [str(o) for o in row["option"]]
-        text = _qa_query(str(row["question"]) + " ".join(options))
-        query = Input("video", text, f"{source.media}/{row['video_idx']}")
+        question = str(row["question"]) + " ".join(options)
+        text = _qa_query(question)
+        query = _clip(text, f"{source.media}/{row['video_idx']}", exact=f" {QA_PROMPT} {question}")
         answer = options[int(row["answer"])]
         split.queries.append(Query(str(row["question_idx"]), query, tuple(options), (answer,)))
         for o in options:
@@ -237,8 +337,9 @@ def _read_videomme(root: Path, name: str, source: Source) -> Split:
     split = Split([], {}, "local")
     for row in source.rows(root, ("question", "videoID", "options", "answer", "question_id")):
         options = [str(o) for o in row["options"]]
-        text = _qa_query(str(row["question"]) + "\n" + "\n".join(options))
-        query = Input("video", text, f"{source.media}/{row['videoID']}")
+        question = str(row["question"]) + "\n" + "\n".join(options)
+        text = _qa_query(question)
+        query = _clip(text, f"{source.media}/{row['videoID']}", exact=f" {QA_PROMPT} {question}")
         answer = options["ABCD".index(str(row["answer"]))]
         split.queries.append(Query(str(row["question_id"]), query, tuple(options), (answer,)))
         for o in options:
@@ -267,7 +368,8 @@ def _read_nextqa(root: Path, name: str, source: Source) -> Split:
         options = [str(row[f"a{i}"]) for i in range(5)]
         # qa_template letters the options in the query; the candidates stay the raw answers
         text, _, _ = qa_template(_qa_query(str(row["question"])), options, row["answer"])
-        query = Input("video", text, f"{source.media}/{row['video']}")
+        exact, _, _ = qa_template(f" {QA_PROMPT} {row['question']}", options, row["answer"])
+        query = _clip(text, f"{source.media}/{row['video']}", exact)
         answer = options[int(row["answer"])]
         split.queries.append(Query(str(row["qid"]), query, tuple(options), (answer,)))
         for o in options:
@@ -309,7 +411,8 @@ def _read_mvbench(root: Path, name: str, source: Source) -> Split:
             text, options, answer = qa_template(
                 _qa_query(str(row["question"])), cands, row["answer"]
             )
-            query = Input("video", text, f"{source.media}/{subset}/{row['video']}")
+            exact, _, _ = qa_template(f" {QA_PROMPT} {row['question']}", cands, row["answer"])
+            query = _clip(text, f"{source.media}/{subset}/{row['video']}", exact)
             split.queries.append(Query(f"{subset}/{number}", query, tuple(options), (answer,)))
             for o in options:
                 split.add(o, Input("text", o))
@@ -326,7 +429,7 @@ def _read_ssv2(root: Path, name: str, source: Source) -> Split:
     )
     for row in source.rows(root, ("video_id", "pos_text", "neg_text"))[:1000]:
         cands = tuple(str(c) for c in row["neg_text"])
-        query = Input("video", instruction, f"{source.media}/{row['video_id']}")
+        query = _clip(instruction, f"{source.media}/{row['video_id']}")
         split.queries.append(Query(str(row["video_id"]), query, cands, (str(row["pos_text"]),)))
         for c in cands:
             split.add(c, Input("text", c))
@@ -363,7 +466,7 @@ def _read_video_retrieval(root: Path, name: str, source: Source) -> Split:
             vid = Path(vid).stem
         query = Input("text", f"{instruction} {caption}")
         split.queries.append(Query(vid, query, (), (vid,)))
-        split.add(vid, Input("video", VIDEO_TARGET, f"{source.media}/{vid}"))
+        split.add(vid, _clip(VIDEO_TARGET, f"{source.media}/{vid}"))
     return split
 
 
@@ -372,32 +475,35 @@ MOMENT_QUERY = "Find the clip that corresponds to the described scene in the giv
 
 def _read_moments(root: Path, name: str, source: Source) -> Split:
     """QVHighlight, Charades-STA: the video's ``query/`` frames with the description, against
-    the clip folders beside it (``positive*`` the answer). VLM2Vec lists them in
-    ``os.listdir`` order, which the file system decides; here in name order."""
+    the clip folders beside it, listed in ``os.listdir`` order as VLM2Vec lists them; the answer
+    is the last ``positive*`` folder of that listing (an earlier one counts as a wrong
+    candidate, as there). The order is the file system's: on the same folder it is VLM2Vec's,
+    elsewhere a video with several ``positive*`` folders can have another answer."""
     split = Split([], {}, "local")
     for number, row in enumerate(source.rows(root, ("query", "video_path"))):
         video = Path(str(row["video_path"])).stem
         folder = f"{source.media}/{video}"
-        query = Input("video", f"{MOMENT_QUERY} {row['query']}", f"{folder}/query")
+        query = _clip(f"{MOMENT_QUERY} {row['query']}", f"{folder}/query")
+        where = root / folder
         clips = (
-            sorted(p.name for p in (root / folder).iterdir() if p.is_dir() and p.name != "query")
-            if (root / folder).is_dir()
+            [c for c in os.listdir(where) if c != "query" and (where / c).is_dir()]
+            if where.is_dir()
             else []
         )
         names = tuple(f"{folder}/{c}" for c in clips)
         positive = [n for n, c in zip(names, clips, strict=True) if c.startswith("positive")]
         if clips and not positive:
-            raise DataFormatError(
-                f"{root / folder}: no positive* clip folder; unpack it as published"
-            )
+            raise DataFormatError(f"{where}: no positive* clip folder; unpack it as published")
         split.queries.append(Query(f"{video}/{number}", query, names, tuple(positive[-1:])))
         for n in names:
-            split.add(n, Input("video", VIDEO_TARGET, n))
+            split.add(n, _clip(VIDEO_TARGET, n))
     return split
 
 
 def _read_momentseeker(root: Path, name: str, source: Source) -> Split:
-    """A text, an image or a video segment with its sentence, against the listed clips."""
+    """A text, an image or a video segment with its sentence, against the listed clips. The
+    loader reads the query segment and the clips with ``load_frames``: every frame, none
+    sampled (``sample=False``)."""
     split = Split([], {}, "local")
     target = "Understand the content of the provided video clip."
     frames = f"{source.media}/video_frames"
@@ -406,17 +512,14 @@ def _read_momentseeker(root: Path, name: str, source: Source) -> Split:
         given, text = str(row["input_frames"] or ""), str(row["query"])
         if given.endswith(".mp4"):
             folder = given.split(".mp4")[0].replace("/", "_")
-            query = Input(
-                "video",
+            query = _clip(
                 f"Find the clip that corresponds to the given sentence and video segment: {text}",
                 f"{frames}/{folder}",
+                sample=False,
             )
-        elif given.endswith(".jpg"):
-            query = Input(
-                "image",
-                f"Select the video clip that aligns with the given text and image: {text}",
-                f"{source.media}/query_{given}",
-            )
+        elif given.endswith(".jpg"):  # process_input_text(..., add_image_token=True): a space
+            inst = f"Select the video clip that aligns with the given text and image: {text}"
+            query = Input("image", inst.strip(), f"{source.media}/query_{given}", exact=" " + inst)
         else:
             query = Input("text", f"Find the clip that corresponds to the given text: {text}")
 
@@ -427,7 +530,7 @@ def _read_momentseeker(root: Path, name: str, source: Source) -> Split:
         names = tuple(positives + [clip(e) for e in row["negative_frames"]])
         split.queries.append(Query(str(number), query, names, tuple(positives)))
         for n in names:
-            split.add(n, Input("video", target, n))
+            split.add(n, _clip(target, n, sample=False))
     return split
 
 

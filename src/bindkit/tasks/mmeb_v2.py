@@ -6,9 +6,19 @@ Per dataset, each query is ranked by cosine similarity either against its own ca
 (``global``: video classification against all labels, visual documents against the corpus),
 with VLM2Vec's ``np.argsort(-scores)``. The leaderboard's score is Hit@1 for image and video and
 NDCG@5 with linear gain (``ndcg_linear@5``) for visual documents; each meta-task shows the mean
-over its datasets and *overall* the mean over every dataset scored. Ties follow ``np.argsort``'s
-order: for up to 16 candidates the one listed first ranks first (an answer listed first wins a
-tie, one listed later loses it), so ``ties`` is declared ``wrong`` as the nearest of the three.
+over its datasets and *overall* the mean over every dataset scored.
+
+Ties follow ``np.argsort(-scores)`` as ``eval.py`` ranks (the ranking here is that call, so on
+one machine ties break as VLM2Vec's do). numpy does not define that order: its default sort is
+not stable, and with AVX-512 (numpy 2.4) it reorders ties even among 4 candidates (scores
+``[0, 0, 1, 1]``: index 3 ranks before 2). Measured there, a tie between the first-listed
+candidate and one other (float32, 2,000 draws each) went to the first-listed in every draw for
+2, 4, 5, 8, 16, 17 and 100 candidates and in 97% for 1,000. Per meta-task: *image* lists the
+answer first (``tgt_text[0]``), so a tie mostly counts as correct; *video* QA and moment
+retrieval list the answer anywhere among a query's own options, and classification, retrieval
+and *visdoc* rank against every label, clip or page, so a tie there falls as numpy's order has
+it. ``ties`` is one value per task and is declared ``wrong`` (no tie is credited on purpose);
+this paragraph is the rule.
 
 Readers and file layout: :mod:`bindkit.tasks._mmeb_v2_data`. Inputs are embedded in chunks of
 ``chunk_size`` (``--task-option chunk_size=N``) through the embedder (and its cache), with a
@@ -18,8 +28,9 @@ changes how, not what, is embedded, so it is not among the result's options.
 
 The video datasets need an embedder with ``embed_videos`` (:mod:`bindkit.embed.video`); a clip is
 its frame folder (VLM2Vec's ``video-tasks/frames/...``), else its ``.mp4`` under
-``video-tasks/videos/...``: frame sampling (VLM2Vec: 8 of the saved frames, evenly spaced) is
-the embedder's.
+``video-tasks/videos/...``: frame sampling (VLM2Vec: 8 of the saved frames, evenly spaced, all
+of them when fewer) is the embedder's; MomentSeeker's clips are ``VideoRef(sample=False)``
+(every frame, as its loader's ``load_frames``).
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import numpy as np
 from bindkit._io import sha256_file
 from bindkit._progress import progress
 from bindkit.embed.images import ImageRef
+from bindkit.embed.prompts import Composed
 from bindkit.embed.protocol import Embedder, Role
 from bindkit.embed.video import VideoRef, require_video
 from bindkit.errors import BindkitError, DataFormatError
@@ -129,6 +141,16 @@ LEADERBOARD = tuple(s for groups in GROUPS.values() for g in groups.values() for
 SUBSETS = LEADERBOARD + tuple(s for s in SOURCES if s not in LEADERBOARD)
 #: The six video datasets of seed 002's Table V, in its order.
 SEED_002_VIDEO = ("ActivityNetQA", "Breakfast", "EgoSchema", "K700", "UCF101", "Video-MME")
+#: Seed 002's sizes (Table V, appendix C3): queries, and candidates per query (local ranking) or
+#: in all (global); ``None`` where the seed gives no number.
+SEED_002_SIZES: dict[str, tuple[int, int | None]] = {
+    "ActivityNetQA": (1000, 2),
+    "Breakfast": (433, 10),
+    "EgoSchema": (500, None),
+    "K700": (1000, None),
+    "UCF101": (1000, 101),
+    "Video-MME": (1000, None),
+}
 PUBLISHED = (
     "https://huggingface.co/datasets/TIGER-Lab/MMEB-V2 (media) with each dataset's annotations "
     "from its Hub id under DATA/<owner>/<name>"
@@ -226,6 +248,9 @@ class MMEBV2(Task):
     ) -> dict[str, Any] | None:
         data: V2Data = dataset.payload
         split = SOURCES[subset].reader(data.root, subset, SOURCES[subset])
+        differs = size_warning(subset, split)
+        if differs:
+            ctx.note(differs)
         inputs = [q.input for q in split.queries] + list(split.candidates.values())
         missing = _missing_media(inputs, split, data.root, subset, ctx)
         keep = [
@@ -260,7 +285,7 @@ class MMEBV2(Task):
         }
         per_query = {
             "metric": "correct" if main is hits else "ndcg_linear_at_5",
-            "ids": [q.id for q in keep],
+            "ids": unique_ids([q.id for q in keep]),
             "values": [float(v) for v in main],
             "top": [p[:5] for p in predictions],
         }
@@ -321,6 +346,44 @@ class MMEBV2(Task):
             ),
             Table("MMEB-V2 per sub-task (%; datasets scored)", ["model", *sub], detail),
         ]
+
+
+def unique_ids(ids: list[str]) -> list[str]:
+    """Per-query ids made unique: a repeated id gets ``#2``, ``#3``... in row order (the first
+    keeps its own), so per-query results never merge two queries."""
+    seen: dict[str, int] = {}
+    out = []
+    for i in ids:
+        seen[i] = seen.get(i, 0) + 1
+        out.append(i if seen[i] == 1 else f"{i}#{seen[i]}")
+    return out
+
+
+def size_warning(subset: str, split: Split) -> str | None:
+    """One warning line when a seed-002 dataset's queries or candidates differ from the sizes
+    seed 002 reports (:data:`SEED_002_SIZES`); ``None`` when they match or are not recorded."""
+    if subset not in SEED_002_SIZES:
+        return None
+    queries, candidates = SEED_002_SIZES[subset]
+    if split.ranking == "global":
+        counts = {len(split.candidates)}
+    else:
+        counts = {len(q.candidates) for q in split.queries}
+    got = f"{len(split.queries):,} queries"
+    if candidates is not None:
+        got += f", {'/'.join(str(c) for c in sorted(counts))} candidates"
+        got += " per query" if split.ranking == "local" else ""
+    wanted = f"{queries:,} queries" + (
+        f", {candidates} candidates" + (" per query" if split.ranking == "local" else "")
+        if candidates is not None
+        else ""
+    )
+    if len(split.queries) == queries and (candidates is None or counts == {candidates}):
+        return None
+    return (
+        f"warning: mmeb_v2 {subset}: {got}; seed 002 reports {wanted}: check the download "
+        f"(huggingface.co/datasets/{SOURCES[subset].repo})"
+    )
 
 
 def _annotation_files(root: Path, subset: str) -> list[Path]:
@@ -385,7 +448,7 @@ def _media(item: Input, root: Path, split: Split) -> Any:
         return decode_image(split.pages[item.path], f"page {item.path}")
     path = video_path(root, item.path)
     assert path is not None  # checked by _missing_media
-    return VideoRef(path)
+    return VideoRef(path, sample=item.sample)
 
 
 def embed_inputs(
@@ -397,16 +460,18 @@ def embed_inputs(
     desc: str,
 ) -> dict[tuple[Role, Input], np.ndarray]:
     """One vector per (role, input), embedded in chunks of ``chunk_size`` grouped by role, kind
-    and instruction; the progress line counts inputs."""
-    groups: dict[tuple[Role, str, str], list[Input]] = {}
+    and instruction; the progress line counts inputs. An image's or a video's instruction is a
+    :class:`~bindkit.embed.prompts.Composed`: plain, with VLM2Vec's exact composition."""
+    groups: dict[tuple[Role, str, str, str | None], list[Input]] = {}
     for role, item in items:
-        text = item.text if item.kind != "text" else ""
-        groups.setdefault((role, item.kind, text), []).append(item)
+        text, exact = (item.text, item.exact) if item.kind != "text" else ("", None)
+        groups.setdefault((role, item.kind, text, exact), []).append(item)
     out: dict[tuple[Role, Input], np.ndarray] = {}
     bar = progress(len(items), f"{desc}: embedding", unit="input")
     try:
-        for (role, kind, instruction), group in groups.items():
-            call = _caller(embedder, kind, role, instruction or None)
+        for (role, kind, text, exact), group in groups.items():
+            instruction = Composed(text, exact) if exact is not None else text or None
+            call = _caller(embedder, kind, role, instruction)
             for start in range(0, len(group), chunk_size):
                 chunk = group[start : start + chunk_size]
                 values = [c.text if kind == "text" else _media(c, root, split) for c in chunk]

@@ -486,7 +486,9 @@ class MLLMEmbedder(TorchEmbedder):
 
     def video_key(self, video: VideoRef) -> str:
         settings = canonical_json(self.video_sampling())
-        digest = hashlib.sha256((video_digest(video) + "|" + settings).encode()).hexdigest()
+        every = "" if video.sample else "|every frame"  # VideoRef(sample=False)
+        text = video_digest(video) + "|" + settings + every
+        digest = hashlib.sha256(text.encode()).hexdigest()
         return "vid:" + digest
 
     def _video_norm(self) -> tuple[list[float], list[float]]:
@@ -537,7 +539,7 @@ class MLLMEmbedder(TorchEmbedder):
             from PIL import Image
 
             files = list_frames(video.path)
-            count = len(folder_indices(len(files), settings))
+            count = len(folder_indices(len(files), settings, video.sample))
             if settings.resize == "qwen-vl-utils":
                 count = len(pad_even(list(range(count))))
             with Image.open(files[0]) as first:
@@ -550,7 +552,7 @@ class MLLMEmbedder(TorchEmbedder):
             total = settings.folder_total_pixels
         else:
             info = probe_file(video.path)
-            count = len(file_indices(info.frames, info.fps, settings))
+            count = len(file_indices(info.frames, info.fps, settings, video.sample))
             height, width, total = info.height, info.width, settings.total_pixels
         low: int = settings.min_pixels or 3136
         high: float = settings.max_pixels or 1003520
