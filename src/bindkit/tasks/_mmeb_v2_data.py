@@ -130,7 +130,7 @@ def _card_files(base: Path, config: str | None, split: str) -> list[Path]:
     """The split's files as ``datasets`` resolves a local dataset folder (its card's
     ``configs:``, else its inferred layout); empty when it resolves none."""
     try:
-        import datasets  # type: ignore[import-untyped]
+        import datasets
     except ImportError:
         raise BindkitError(
             f"{base}: reading its dataset card needs datasets; pip install 'bindkit[benchmarks]'"
