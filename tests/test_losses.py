@@ -102,3 +102,34 @@ def test_attention_margin_loss_value_and_gradient_by_hand() -> None:
     # −λ/N where the margin is under τ, 0 where it is above
     close(margins.grad, [[-0.125, 0.0], [-0.125, -0.125]])
     assert float(AttentionMarginLoss()(torch.zeros(2, 0))) == 0.0  # no objects: no penalty
+
+
+def test_relational_distillation_by_hand() -> None:
+    """Three sentences: the student keeps cos(0,1) and moves s2; only the pairs with 2 count."""
+    from bindkit.train.losses import relational_distillation
+
+    teacher = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    student = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    # teacher cosines: (0,1)=0, (0,2)=0.6, (1,2)=0.8; student: 0, 0, 1
+    gaps = [0.0, -0.6, -0.2]
+    expected = 2 * sum(g * g for g in gaps) / 6  # each pair twice, over the 6 ordered pairs
+    assert float(relational_distillation(student, teacher)) == pytest.approx(expected)
+    assert float(relational_distillation(teacher, teacher)) == 0.0
+    # one sentence has no pair: no loss, but a tensor in the graph
+    one = torch.tensor([[1.0, 0.0]], requires_grad=True)
+    assert float(relational_distillation(one, teacher[:1])) == 0.0
+
+
+def test_distillation_loss_adds_the_relational_term_with_its_weight() -> None:
+    from bindkit.train.losses import distillation, relational_distillation
+
+    teacher = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    student = torch.nn.functional.normalize(torch.tensor([[1.0, 0.2], [0.1, 1.0], [0.0, 1.0]]))
+    both = DistillationLoss(weight=2.0, relational=5.0)(student, teacher)
+    expected = 2.0 * distillation(student, teacher) + 5.0 * relational_distillation(
+        student, teacher
+    )
+    assert float(both) == pytest.approx(float(expected))
+    assert float(DistillationLoss(weight=2.0)(student, teacher)) == pytest.approx(
+        2.0 * float(distillation(student, teacher))
+    )

@@ -345,3 +345,34 @@ def test_plan_order_is_seeded_and_sharded() -> None:
     assert [len(b) for b in Plan(rows=9, batch_size=2, world=2, epochs=1, seed=0).order] == [4, 4]
     other = Plan(rows=10, batch_size=2, world=1, epochs=1, seed=5).order
     assert Plan(rows=10, batch_size=2, world=1, epochs=1, seed=4).order != other
+
+
+def test_relational_preservation_alone_builds_the_preservation_term(
+    tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--preserve-weight 0 with --preserve-relational > 0 still preserves, with both weights."""
+    import bindkit.train.auxiliary as auxiliary
+
+    built: list[tuple[float, float]] = []
+    original = auxiliary.PreservationTerm.__init__
+
+    def spy(self: Any, embedder: Any, sentences: Any, batch: int, weight: float, rel: float = 0.0):  # type: ignore[no-untyped-def]
+        built.append((weight, rel))
+        original(self, embedder, sentences, batch, weight, rel)
+
+    monkeypatch.setattr(auxiliary.PreservationTerm, "__init__", spy)
+    sentences = tmp_path / "preserve.txt"
+    sentences.write_text("a man walks a dog\nthe sky is grey today\nsome people sit\n")
+    train_triplets(
+        config(
+            tiny_qwen2_vl,
+            triplets,
+            tmp_path / "r",
+            max_steps=1,
+            preserve=str(sentences),
+            preserve_weight=0.0,
+            preserve_relational=3.0,
+            preserve_batch=3,
+        )
+    )
+    assert built == [(0.0, 3.0)]

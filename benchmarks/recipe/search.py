@@ -68,6 +68,14 @@ TRIALS: dict[str, dict[str, Any]] = {
     "interp-fullpara-full": {"interp": ("fullpara-ctx-w1", "full-ctx-w1"), "weights": (0.5, 0.5)},
     "mixed-ctx-w1": {"data": "mixed", "preserve": "contexts", "weight": 1.0},
     "fullpara-ctx-w3": {"data": "fullpara", "preserve": "contexts", "weight": 3.0},
+    # relational preservation: the base model's cosine between every two scene contexts of a
+    # batch kept (what STS measures), on top of the pointwise term
+    "fullpara-ctx-rel30": {
+        "data": "fullpara",
+        "preserve": "contexts",
+        "weight": 1.0,
+        "relational": 30.0,
+    },
 }
 
 
@@ -178,6 +186,7 @@ def train(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Path:
         lines=False,
         preserve=str(work / f"preserve-{preserve}.jsonl") if preserve else None,
         preserve_weight=recipe.get("weight", 1.0),
+        preserve_relational=recipe.get("relational", 0.0),
         preserve_batch=recipe.get("preserve_batch", 32),
         max_steps=recipe.get("steps", STEPS),
         save_every=25,

@@ -79,13 +79,20 @@ class PreservationTerm:
     once, before LoRA is added. Micro-batch m uses sentences ``m·batch …`` (cyclic), so the
     choice depends on the step only and resumes identically."""
 
-    def __init__(self, embedder: Any, sentences: list[str], batch: int, weight: float) -> None:
+    def __init__(
+        self,
+        embedder: Any,
+        sentences: list[str],
+        batch: int,
+        weight: float,
+        relational: float = 0.0,
+    ) -> None:
         import torch
 
         from bindkit.train.losses import DistillationLoss
 
         self.sentences, self.batch = sentences, batch
-        self.loss = DistillationLoss(weight)
+        self.loss = DistillationLoss(weight, relational)
         embedder.module.eval()
         self.teacher = torch.from_numpy(embedder.embed_texts(sentences, role="document"))
 

@@ -159,6 +159,14 @@ class BaseTrainConfig:
     preserve_weight: float = field(
         default=1.0, metadata=_help("weight of the preservation (distillation) term", NONNEGATIVE)
     )
+    preserve_relational: float = field(
+        default=0.0,
+        metadata=_help(
+            "weight of relational preservation: the base model's cosine between every two "
+            "preservation sentences of a micro-batch, kept",
+            NONNEGATIVE,
+        ),
+    )
     preserve_batch: int = field(
         default=32,
         metadata=_help("preservation sentences mixed into each micro-batch", AT_LEAST_ONE),

@@ -94,6 +94,25 @@ def distillation(student: Tensor, teacher: Tensor) -> Tensor:
     return (1.0 - (student * teacher).sum(-1)).mean()
 
 
+def relational_distillation(student: Tensor, teacher: Tensor) -> Tensor:
+    """mean over pairs i ≠ j of (cos(s_i, s_j) − cos(t_i, t_j))²: the base model's similarity
+    structure among the sentences, kept (relational knowledge distillation, Park et al. CVPR
+    2019, with cosine as the relation). Rows are L2-normalised; one row gives 0.
+
+    Example:
+        >>> s = torch.tensor([[1.0, 0.0], [0.0, 1.0]])  # cos(s0, s1) = 0
+        >>> t = torch.tensor([[1.0, 0.0], [0.6, 0.8]])  # cos(t0, t1) = 0.6
+        >>> round(float(relational_distillation(s, t)), 6)  # (0 − 0.6)² on both ordered pairs
+        0.36
+    """
+    n = student.shape[0]
+    if n < 2:
+        return student.sum() * 0.0
+    gap = student @ student.T - teacher @ teacher.T
+    off = ~torch.eye(n, dtype=torch.bool, device=student.device)
+    return gap[off].pow(2).mean()
+
+
 def attention_penalty(margins: Tensor, tau: float = 0.1) -> Tensor:
     """mean over (layer, object) of ``[τ − margin]+`` (zero for no objects).
 
@@ -235,17 +254,23 @@ class DistillationLoss(nn.Module):  # type: ignore[misc]
     """Preservation: keep the finetuned model's embeddings of general sentences near the base
     model's (a feature-distillation term; cf. LiNeS, Wang et al. ICLR 2025, on forgetting).
 
-    ``L = w · mean_i (1 − cos(s_i, t_i))`` with s the student's (trained) and t the teacher's
-    (base model, precomputed) L2-normalised embeddings of the same sentences, ``[n, dim]`` each.
+    ``L = w · mean_i (1 − cos(s_i, t_i)) + w_rel · mean_{i≠j} (cos(s_i, s_j) − cos(t_i, t_j))²``
+    with s the student's (trained) and t the teacher's (base model, precomputed) L2-normalised
+    embeddings of the same sentences, ``[n, dim]`` each; the second term
+    (:func:`relational_distillation`, off by default) keeps how similar the sentences are to
+    each other, which is what STS measures.
     Every rank sees the same sentences, so a rank's share is ``L / world``.
     """
 
-    def __init__(self, weight: float = 1.0) -> None:
+    def __init__(self, weight: float = 1.0, relational: float = 0.0) -> None:
         super().__init__()
-        self.weight = weight
+        self.weight, self.relational = weight, relational
 
     def compute_loss_from_embeddings(self, student: Tensor, teacher: Tensor) -> Tensor:
-        return self.weight * distillation(student, teacher) / _world()[1]
+        loss = self.weight * distillation(student, teacher)
+        if self.relational > 0:
+            loss = loss + self.relational * relational_distillation(student, teacher)
+        return loss / _world()[1]
 
     def forward(self, student: Tensor, teacher: Tensor) -> Tensor:
         return self.compute_loss_from_embeddings(student, teacher)

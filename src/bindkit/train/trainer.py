@@ -255,10 +255,16 @@ class _Run:
         started = time.perf_counter()
         before = self.scores(embedder)
         preservation = None
-        if self.preserve is not None and config.preserve_weight > 0:
+        if self.preserve is not None and (
+            config.preserve_weight > 0 or config.preserve_relational > 0
+        ):
             # the teacher's embeddings come from the base model, before LoRA is added
             preservation = PreservationTerm(
-                embedder, self.preserve, config.preserve_batch, config.preserve_weight
+                embedder,
+                self.preserve,
+                config.preserve_batch,
+                config.preserve_weight,
+                config.preserve_relational,
             )
         from bindkit.train.lora import add_lora
 
