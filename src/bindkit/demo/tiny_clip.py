@@ -138,7 +138,7 @@ def orderings(bindings: Sequence[tuple[str, str]], count: int, rng: random.Rando
 
     Example:
         >>> orderings([("red", "cube")], 2, random.Random(0))
-        ['a red cube', 'a red cube']
+        ['A red cube.', 'A red cube.']
     """
     from bindkit.saber import language
 
