@@ -133,3 +133,13 @@ def test_distillation_loss_adds_the_relational_term_with_its_weight() -> None:
     assert float(DistillationLoss(weight=2.0)(student, teacher)) == pytest.approx(
         2.0 * float(distillation(student, teacher))
     )
+
+
+def test_ensemble_targets_by_hand() -> None:
+    from bindkit.train.losses import ensemble_targets
+
+    # row 0 owns (1, 0) and (0, 1): mean (0.5, 0.5), normalised (1/√2, 1/√2); row 1 owns (0.6, 0.8)
+    members = torch.tensor([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], dtype=torch.float64)
+    got = ensemble_targets(members, torch.tensor([0, 1, 0]), 2)
+    half = 1 / math.sqrt(2)
+    close(got, [[half, half], [0.6, 0.8]])

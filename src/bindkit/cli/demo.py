@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
+
+from bindkit.errors import BindkitError
 
 
 def register(commands: Any) -> None:
@@ -17,6 +20,16 @@ def register(commands: Any) -> None:
         "OUT/adapter-raw.",
     )
     finetune.add_argument("--out", required=True, help="output directory")
+    finetune.add_argument(
+        "--model",
+        default="st:default",
+        choices=("st:default", "builtin:tiny-clip"),
+        help="st:default (binding triplets, the default) or builtin:tiny-clip (text-only LoRA, "
+        "SABER-shapes tt/ti/it/ii before and after)",
+    )
+    finetune.add_argument(
+        "--steps", type=int, default=None, help="builtin:tiny-clip: optimizer steps (200)"
+    )
     finetune.add_argument("--sts", default=None, help="STS file to report (e.g. SICK_trial.txt)")
     finetune.add_argument(
         "--scpp", default=None, help="SugarCrepe++ data folder: adds its text-only TOT columns"
@@ -44,6 +57,10 @@ def register(commands: Any) -> None:
 
 
 def _finetune(args: argparse.Namespace) -> int:
+    if args.model == "builtin:tiny-clip":
+        return _tiny_clip(args)
+    if args.steps is not None:
+        raise BindkitError("--steps: only with --model builtin:tiny-clip")
     from bindkit.demo.finetune import DemoOptions, run_demo
 
     options = DemoOptions(
@@ -61,4 +78,25 @@ def _finetune(args: argparse.Namespace) -> int:
     )
     summary = run_demo(options)
     print((__import__("pathlib").Path(args.out) / "report.md").read_text())
+    return 0 if summary["table"] else 1
+
+
+def _tiny_clip(args: argparse.Namespace) -> int:
+    from bindkit.demo.tiny_clip import TinyClipDemoOptions, run_tiny_clip_demo
+
+    for flag, value in (("--sts", args.sts), ("--scpp", args.scpp)):
+        if value is not None:
+            raise BindkitError(f"{flag}: not with --model builtin:tiny-clip (text-only captions)")
+    extra = {"saber_per_n": args.saber_per_n} if args.saber_per_n is not None else {}
+    steps = {"steps": args.steps} if args.steps is not None else {}
+    options = TinyClipDemoOptions(
+        out=args.out,
+        threads=args.threads,
+        seed=args.seed,
+        progress=not args.quiet,
+        **extra,
+        **steps,
+    )
+    summary = run_tiny_clip_demo(options)
+    print((Path(args.out) / "demo.md").read_text(encoding="utf-8"))
     return 0 if summary["table"] else 1

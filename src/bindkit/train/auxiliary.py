@@ -4,7 +4,9 @@ An auxiliary term is a callable ``term(step) -> scalar tensor`` (:data:`Auxiliar
 the micro-batch (:class:`Step`). It runs its own forward passes, so it works with and without
 GradCache. Preservation (:class:`PreservationTerm`, distillation to the base model) and the
 attention binding loss (:class:`AttentionTerm`) are the two built in; a caller may pass more to
-:func:`bindkit.train.trainer.train`. Each returns this rank's share of the global term.
+:func:`bindkit.train.trainer.train` (:class:`EnsembleDistillationTerm`, distillation to a prompt
+ensemble of the base model, is one: ``bindkit demo finetune --model builtin:tiny-clip``). Each
+returns this rank's share of the global term.
 """
 
 from __future__ import annotations
@@ -130,3 +132,55 @@ class AttentionTerm:
             items, batch, role="query", rows=len(step.rows), global_rows=step.global_rows
         )
         return penalty
+
+
+class EnsembleDistillationTerm:
+    """Distillation to a *prompt ensemble* of the base model: sentence i's target is the
+    normalised mean of the base model's embeddings of its wordings ``members[i]``
+    (:func:`~bindkit.train.losses.ensemble_targets`), and ``weight · mean(1 − cos(f(x), t))``
+    is added on ``batch`` sentences per micro-batch (cyclic in the micro-batch index, so a
+    resumed run picks the same ones). The teacher is computed here, on the embedder as given:
+    build the term before the trainer adds LoRA (a separately loaded base embedder will do).
+    """
+
+    def __init__(
+        self,
+        teacher: Any,
+        sentences: list[str],
+        members: list[list[str]],
+        batch: int,
+        weight: float,
+    ) -> None:
+        import numpy as np
+        import torch
+
+        from bindkit.train.losses import DistillationLoss, ensemble_targets
+
+        if len(members) != len(sentences) or not sentences or not all(members):
+            raise BindkitError(
+                "ensemble distillation: give one non-empty list of wordings per sentence"
+            )
+        flat = [text for group in members for text in group]
+        owners = torch.from_numpy(
+            np.repeat(np.arange(len(members)), [len(group) for group in members])
+        )
+        unique = list(dict.fromkeys(flat))  # orderings repeat (N = 2 has two): embed once
+        where = {text: i for i, text in enumerate(unique)}
+        embedded = teacher.embed_texts(unique, role="document")
+        vectors = torch.from_numpy(embedded[[where[text] for text in flat]])
+        self.targets = ensemble_targets(vectors, owners, len(sentences))
+        self.sentences, self.batch = sentences, batch
+        self.loss = DistillationLoss(weight)
+
+    def indices(self, micro: int) -> list[int]:
+        size, start = len(self.sentences), micro * self.batch
+        return [(start + i) % size for i in range(self.batch)]
+
+    def __call__(self, step: Step) -> Any:
+        chosen = self.indices(step.micro)
+        embedder = step.embedder
+        batch = embedder.collate(
+            [self.sentences[i] for i in chosen], modality="text", role="document", instruction=None
+        )
+        student = embedder.forward(batch).float()
+        return self.loss(student, self.targets[chosen].to(student.device))

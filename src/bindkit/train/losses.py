@@ -113,6 +113,23 @@ def relational_distillation(student: Tensor, teacher: Tensor) -> Tensor:
     return gap[off].pow(2).mean()
 
 
+def ensemble_targets(members: Tensor, owners: Tensor, rows: int) -> Tensor:
+    """Row r's target: the L2-normalised mean of the ``members`` whose owner is r.
+
+    A prompt ensemble as a distillation target: ``members`` ``[m, dim]`` are the teacher's
+    L2-normalised embeddings of several wordings of each row's text (for SABER captions, the
+    same pairs in other orders), ``owners`` ``[m]`` the row each belongs to. A row without
+    members gets a zero vector.
+
+    Example:
+        >>> members = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+        >>> ensemble_targets(members, torch.tensor([0, 0, 1]), 2).tolist()[1]
+        [0.0, 1.0]
+    """
+    sums = members.new_zeros((rows, members.shape[1])).index_add_(0, owners, members)
+    return torch.nn.functional.normalize(sums, dim=-1)
+
+
 def attention_penalty(margins: Tensor, tau: float = 0.1) -> Tensor:
     """mean over (layer, object) of ``[τ − margin]+`` (zero for no objects).
 
