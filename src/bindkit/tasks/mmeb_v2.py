@@ -54,49 +54,16 @@ from bindkit.results.tables import Table, label, pct
 from bindkit.tasks._mmeb_v2_data import SOURCES, Input, Query, Split
 from bindkit.tasks._pairs import decode_image
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.mmeb import META_TASKS
 
 #: The leaderboard's datasets per meta-task and sub-task (``report_score_v2.py``'s lists).
 GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
+    # MMEB v1's 36 image datasets, the same lists in the same order
     "image": {
-        "cls": (
-            "ImageNet-1K",
-            "N24News",
-            "HatefulMemes",
-            "VOC2007",
-            "SUN397",
-            "Place365",
-            "ImageNet-A",
-            "ImageNet-R",
-            "ObjectNet",
-            "Country211",
-        ),
-        "qa": (
-            "OK-VQA",
-            "A-OKVQA",
-            "DocVQA",
-            "InfographicsVQA",
-            "ChartQA",
-            "Visual7W",
-            "ScienceQA",
-            "VizWiz",
-            "GQA",
-            "TextVQA",
-        ),
-        "ret": (
-            "VisDial",
-            "CIRR",
-            "VisualNews_t2i",
-            "VisualNews_i2t",
-            "MSCOCO_t2i",
-            "MSCOCO_i2t",
-            "NIGHTS",
-            "WebQA",
-            "FashionIQ",
-            "Wiki-SS-NQ",
-            "OVEN",
-            "EDIS",
-        ),
-        "vg": ("MSCOCO", "RefCOCO", "RefCOCO-Matching", "Visual7W-Pointing"),
+        "cls": META_TASKS["classification"],
+        "qa": META_TASKS["vqa"],
+        "ret": META_TASKS["retrieval"],
+        "vg": META_TASKS["grounding"],
     },
     "video": {
         "cls": ("K700", "SmthSmthV2", "HMDB51", "UCF101", "Breakfast"),
