@@ -134,16 +134,17 @@ class AttentionTerm:
         return penalty
 
 
-class EnsembleDistillationTerm:
+class EnsembleDistillationTerm(PreservationTerm):
     """Distillation to a *prompt ensemble* of the base model: sentence i's target is the
     normalised mean of the base model's embeddings of its wordings ``members[i]``
     (:func:`~bindkit.train.losses.ensemble_targets`), and ``weight · mean(1 − cos(f(x), t))``
     is added on ``batch`` sentences per micro-batch (cyclic in the micro-batch index, so a
     resumed run picks the same ones). The teacher is computed here, on the embedder as given:
     build the term before the trainer adds LoRA (a separately loaded base embedder will do).
+    Sentences are chosen and scored as :class:`PreservationTerm` does; only the targets differ.
     """
 
-    def __init__(
+    def __init__(  # not the base's: it would embed the sentences themselves
         self,
         teacher: Any,
         sentences: list[str],
@@ -168,19 +169,6 @@ class EnsembleDistillationTerm:
         where = {text: i for i, text in enumerate(unique)}
         embedded = teacher.embed_texts(unique, role="document")
         vectors = torch.from_numpy(embedded[[where[text] for text in flat]])
-        self.targets = ensemble_targets(vectors, owners, len(sentences))
+        self.teacher = ensemble_targets(vectors, owners, len(sentences))
         self.sentences, self.batch = sentences, batch
         self.loss = DistillationLoss(weight)
-
-    def indices(self, micro: int) -> list[int]:
-        size, start = len(self.sentences), micro * self.batch
-        return [(start + i) % size for i in range(self.batch)]
-
-    def __call__(self, step: Step) -> Any:
-        chosen = self.indices(step.micro)
-        embedder = step.embedder
-        batch = embedder.collate(
-            [self.sentences[i] for i in chosen], modality="text", role="document", instruction=None
-        )
-        student = embedder.forward(batch).float()
-        return self.loss(student, self.targets[chosen].to(student.device))
