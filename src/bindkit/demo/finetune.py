@@ -395,14 +395,23 @@ def _train(options: DemoOptions, data: Path, name: str, preserve: bool) -> dict[
         },
         sort_keys=True,
     )
+    same, record = stamped_run(run, stamp)
+    if record is not None:
+        _say(options, f"run `{name}`: finished earlier, reusing {run}")
+        return record
+    return train_triplets(dataclasses.replace(config, overwrite=not same))
+
+
+def stamped_run(run: Path, stamp: str) -> tuple[bool, dict[str, Any] | None]:
+    """Whether ``run`` was made from ``stamp`` (then a killed run resumes, else it starts over)
+    and, if it was and finished, its record; ``run`` is stamped for the training to come."""
     same = (run / STAMP).is_file() and (run / STAMP).read_text(encoding="utf-8") == stamp
     if same and (run / "train.json").is_file():
-        _say(options, f"run `{name}`: finished earlier, reusing {run}")
         record: dict[str, Any] = json.loads((run / "train.json").read_text(encoding="utf-8"))
-        return record
+        return True, record
     run.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run / STAMP, stamp)
-    return train_triplets(dataclasses.replace(config, overwrite=not same))
+    return same, None
 
 
 def _evaluate(

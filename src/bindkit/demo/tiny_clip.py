@@ -219,10 +219,11 @@ def _train(
         },
         sort_keys=True,
     )
-    same = (run / STAMP).is_file() and (run / STAMP).read_text(encoding="utf-8") == stamp
-    if same and (run / "train.json").is_file():
+    from bindkit.demo.finetune import stamped_run
+
+    same, record = stamped_run(run, stamp)
+    if record is not None:
         _say(options, f"training finished earlier, reusing {run}")
-        record: dict[str, Any] = json.loads((run / "train.json").read_text(encoding="utf-8"))
         return record
     teacher = load_embedder(MODEL, batch_size=512, cache=False, progress=False)
     term = EnsembleDistillationTerm(
@@ -232,8 +233,6 @@ def _train(
         ENSEMBLE_BATCH,
         ENSEMBLE_WEIGHT,
     )
-    run.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run / STAMP, stamp)
     return train_triplets(dataclasses.replace(config, overwrite=not same), auxiliary_losses=[term])
 
 
