@@ -70,6 +70,12 @@ TRIALS: dict[str, dict[str, Any]] = {
     "fullpara-ctx-w3": {"data": "fullpara", "preserve": "contexts", "weight": 3.0},
     # relational preservation: the base model's cosine between every two scene contexts of a
     # batch kept (what STS measures), on top of the pointwise term
+    "fullpara-ctx-w3-rel100": {
+        "data": "fullpara",
+        "preserve": "contexts",
+        "weight": 3.0,
+        "relational": 100.0,
+    },
     "fullpara-ctx-rel30": {
         "data": "fullpara",
         "preserve": "contexts",
