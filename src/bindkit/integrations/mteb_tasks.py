@@ -38,6 +38,7 @@ finds them; a task object can also be passed to ``mteb.evaluate`` directly.
 from __future__ import annotations
 
 import typing
+from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -144,14 +145,15 @@ def _column(items: Sequence[Item], modality: str, saber: SaberSet) -> HFDataset:
 
 
 class _BindkitRetrieval(AbsTaskRetrieval):  # type: ignore[misc]
-    """Shared loading: subclasses fill ``self._splits()`` from bindkit's loaded data."""
+    """Shared loading: subclasses build :meth:`_split_data` from bindkit's loaded data."""
 
     _dataset: Dataset
     _pairing: str = "tt"
     data_loaded: bool
 
+    @abstractmethod
     def _split_data(self) -> dict[str, dict[str, Any]]:
-        raise NotImplementedError
+        """Per mteb subset, the corpus / queries / relevance of the one evaluation split."""
 
     def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
         if self.data_loaded:
