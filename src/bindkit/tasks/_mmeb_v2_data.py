@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.tasks._pairs import read_parquet_rows
+from bindkit.tasks.mmeb import META_TASKS
 
 Kind = Literal["text", "image", "video", "page"]
 Metric = Literal["hit_at_1", "ndcg_linear_at_5"]
@@ -592,36 +593,8 @@ def _beir(repo: str, split: str = "test", language: str | None = None) -> Source
 
 
 IMAGE_KINDS = {
-    **dict.fromkeys(
-        (
-            "ImageNet-1K",
-            "N24News",
-            "HatefulMemes",
-            "VOC2007",
-            "SUN397",
-            "Place365",
-            "ImageNet-A",
-            "ImageNet-R",
-            "ObjectNet",
-            "Country211",
-        ),
-        "cls",
-    ),
-    **dict.fromkeys(
-        (
-            "OK-VQA",
-            "A-OKVQA",
-            "DocVQA",
-            "InfographicsVQA",
-            "ChartQA",
-            "Visual7W",
-            "ScienceQA",
-            "VizWiz",
-            "GQA",
-            "TextVQA",
-        ),
-        "qa",
-    ),
+    **dict.fromkeys(META_TASKS["classification"], "cls"),  # MMEB v1's lists
+    **dict.fromkeys(META_TASKS["vqa"], "qa"),
     **dict.fromkeys(("MSCOCO_i2t", "VisualNews_i2t"), "i2t"),
     **dict.fromkeys(
         ("VisDial", "MSCOCO_t2i", "VisualNews_t2i", "WebQA", "EDIS", "Wiki-SS-NQ"), "t2i"
