@@ -45,6 +45,22 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def atomic_write_figure(figure: Any, path: Path, *, dpi: int = 120) -> Path:
+    """Save a matplotlib ``figure`` as a PNG at ``path`` atomically (:func:`atomic_write_bytes`)
+    and close it; returns ``path``."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    try:
+        figure.savefig(buffer, format="png", dpi=dpi)
+    finally:
+        plt.close(figure)
+    atomic_write_bytes(path, buffer.getvalue())
+    return path
+
+
 def make_dirs(directory: Path) -> None:
     """``mkdir -p`` that fails with one line (:class:`~bindkit.errors.PathError`) naming it."""
     try:

@@ -483,7 +483,7 @@ def _plot(curves: dict[str, dict[str, Any]], path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - plots are optional
         return
-    from bindkit._io import atomic_write_bytes
+    from bindkit._io import atomic_write_figure
 
     figure, axis = plt.subplots(figsize=(6, 3.5))
     for spec, curve in curves.items():
@@ -494,9 +494,4 @@ def _plot(curves: dict[str, dict[str, Any]], path: Path) -> None:
     axis.set_ylabel("binding margin (own − other attributes)")
     axis.legend(fontsize=7)
     figure.tight_layout()
-    import io
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=120)
-    plt.close(figure)
-    atomic_write_bytes(path, buffer.getvalue())
+    atomic_write_figure(figure, path)

@@ -198,9 +198,8 @@ def _plot(points: dict[str, tuple[np.ndarray, str]], n: int, path: Path) -> None
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    import io
 
-    from bindkit._io import atomic_write_bytes
+    from bindkit._io import atomic_write_figure
 
     fig, axes = plt.subplots(1, len(points), figsize=(3.6 * len(points), 3.6), squeeze=False)
     for ax, (name, (coords, method)) in zip(axes[0], points.items(), strict=True):
@@ -211,7 +210,4 @@ def _plot(points: dict[str, tuple[np.ndarray, str]], n: int, path: Path) -> None
         ax.set_yticks([])
     axes[0][0].legend(loc="best", fontsize=8)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
-    atomic_write_bytes(path, buffer.getvalue())
+    atomic_write_figure(fig, path, dpi=110)

@@ -190,7 +190,7 @@ def scatter_png(path: Path, points: dict[str, Diagnostics], threshold: float = H
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    from bindkit._io import atomic_write_bytes
+    from bindkit._io import atomic_write_figure
 
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
     for name, d in points.items():
@@ -202,10 +202,5 @@ def scatter_png(path: Path, points: dict[str, Diagnostics], threshold: float = H
     ax.set_title("Hardness vs safety of mined negatives")
     ax.legend(loc="lower right", markerscale=3)
     fig.tight_layout()
-    import io
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
-    plt.close(fig)
-    atomic_write_bytes(path, buffer.getvalue())
+    atomic_write_figure(fig, path)
     return True

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from bindkit._io import atomic_write_text
+from bindkit._io import atomic_write_figure, atomic_write_text
 from bindkit.errors import BindkitError
 from bindkit.metrics import TIE_EPS
 from bindkit.results.per_query import PerQuery, read_per_query
@@ -359,12 +359,7 @@ def sheet_png(c: Comparison, rows: list[int], resolve: Resolver, path: Path) -> 
             _draw(ax, shown)
             ax.set_title(caption, fontsize=5)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return atomic_write_figure(fig, path, dpi=110)
 
 
 def _draw(ax: Any, shown: tuple[str, str]) -> None:

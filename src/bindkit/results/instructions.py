@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bindkit._io import atomic_write_figure
 from bindkit.errors import DataFormatError
 from bindkit.results.tables import Table, label, pct
 
@@ -212,9 +213,4 @@ def plot_sweep(records: list[dict[str, Any]], path: Path) -> Path | None:
     ax.set_xlabel("main score (%) per instruction; bar: mean")
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return atomic_write_figure(fig, path)

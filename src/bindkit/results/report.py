@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bindkit._io import atomic_write_text
+from bindkit._io import atomic_write_figure, atomic_write_text
 from bindkit.errors import BindkitError
 from bindkit.results.store import collect, data_key, is_partial
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
@@ -446,14 +446,7 @@ def plot_by_n(records: list[dict[str, Any]], path: Path) -> Path | None:
     fig = by_n_figure(records)
     if fig is None:
         return None
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return atomic_write_figure(fig, path)
 
 
 def write_report(
