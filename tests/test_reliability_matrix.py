@@ -494,6 +494,10 @@ def _build(cell: Cell, name: str) -> None:
         (d / "f").write_text("a regular file\n")
     elif name == "e":
         (d / "e").mkdir()
+    elif name == "empty_txt":  # an --instructions file with only a comment
+        (d / "empty.txt").write_text("# nothing here\n")
+    elif name == "bad_json":
+        (d / "bad.json").write_text('{"a":\n')
     elif name == "saberdir_s":
         _saber_dir(cell, "s", notes=True)
     elif name == "stray_tmp":
@@ -1272,6 +1276,46 @@ I21_DEMO = [
     C("i21_dm24", "demo finetune --out imm/d", "imm", 2, "imm/d: operation not permitted"),
 ]
 
+# the commands of stop 28: compare, fetch, export, export-results, eval --instructions, the
+# results site, relational preservation, the tiny-clip demo
+EI = "eval -q --model bow --no-cache --out r2 --instructions"
+TT = "train triplets --model st:default --train trip/good.jsonl --out tr"
+S28_ROWS = [
+    C("s28_cmp01", "compare nope r --task saber", "r:good", 2, "nope: not found"),
+    C("s28_cmp02", "compare r e --task saber", "r:good e", 2, "e: holds no saber result"),
+    C("s28_cmp03", "compare r r --task saber --pairing zz", "r:good", 2, "no saber result with --pairing zz; present: tt"),
+    C("s28_cmp04", "compare r r --task saber --out regular_file/x", "r:good regular_file", 2, "regular_file/x: not a directory"),
+    C("s28_cmp05", "compare r r --task saber --out cmp", "r:good", 0, "wrote cmp/compare.md"),
+    C("s28_fe01", "fetch nope", "", 2, "fetch 'nope': no download plan; fetchable: aro"),
+    C("s28_fe02", "fetch sugarcrepe --to regular_file/x", "regular_file", 2, "regular_file/x: not a directory"),
+    C("s28_fe03", "fetch --list", "", 0, "sugarcrepe_pp"),
+    C("s28_ex01", "export saber nope --out hf", "", 2, "nope/saber.jsonl: not found", absent=("hf",)),
+    C("s28_ex02", "export saber s --out s", "saberdir_s", 2, "--out s: is the input s"),
+    C("s28_ex03", "export saber s --out s/hf", "saberdir_s", 2, "--out s/hf: is inside the input directory s"),
+    C("s28_ex04", "export saber s --out hf --license ''", "saberdir_s", 2, "--license '': give a licence identifier", absent=("hf",)),
+    C("s28_ex05", "export saber s --out hf --license 'a b'", "saberdir_s", 2, "--license 'a b': give a licence identifier", absent=("hf",)),
+    C("s28_ex06", "export saber s --out regular_file/hf", "saberdir_s regular_file", 2, "regular_file: not a directory"),
+    C("s28_ex07", "export clusters e --out hf", "e", 2, "give the clusters JSONL", absent=("hf",)),
+    C("s28_ex08", "export synth e --out hf", "e", 2, "e/splits.json: missing", absent=("hf",)),
+    C("s28_ex09", "export nope s --out hf", "saberdir_s", 2, "invalid choice: 'nope'"),
+    C("s28_er01", "export-results nope --format mteb --out m", "", 2, "nope: not found"),
+    C("s28_er02", "export-results r --format xyz --out m", "r:good", 2, "invalid choice: 'xyz'"),
+    C("s28_er03", "export-results r --format mteb --out r", "r:good", 2, "--out r: is the input r"),
+    C("s28_in01", f"{EI} nope.txt", "", 2, "--instructions nope.txt: not found", absent=("r2",)),
+    C("s28_in02", f"{EI} e", "e", 2, "--instructions e: a directory", absent=("r2",)),
+    C("s28_in03", f"{EI} empty.txt", "empty_txt", 2, "empty.txt: holds no instruction", absent=("r2",)),
+    C("s28_in04", f"{EI} bad.json", "bad_json", 2, "bad.json:2: not valid JSON", absent=("r2",)),
+    C("s28_site01", "report r --out r/site", "r:good", 2, "--out r/site: is inside the input directory r"),
+    C("s28_site02", "report r --out e", "r:good e", 0, "wrote e/index.html"),  # an empty folder may become the site
+    C("s28_site03", "report r --out s", "r:good saberdir_s", 2, "--out s: exists and is not a bindkit site"),
+    C("s28_tr01", f"{TT} --preserve-relational nan", "trip:good.jsonl", 2, "--preserve-relational nan: give a finite number >= 0", absent=("tr",)),
+    C("s28_tr02", f"{TT} --preserve-relational inf", "trip:good.jsonl", 2, "--preserve-relational inf: give a finite number >= 0"),
+    C("s28_tr03", f"{TT} --preserve-relational -1", "trip:good.jsonl", 2, "--preserve-relational -1.0: give a finite number >= 0"),
+    C("s28_dm01", "demo finetune --model builtin:tiny-clip --out d --steps 0", "", 2, "--steps 0: must be from 1 to 100,000", absent=("d",)),
+    C("s28_dm02", "demo finetune --model builtin:tiny-clip --out d --steps nan", "", 2, "invalid int value: 'nan'"),
+    C("s28_dm03", "demo finetune --model bow --out d", "", 2, "invalid choice: 'bow'"),
+]
+
 TOP_ROWS = [
     C("top01", "", "", 2, "usage: bindkit"),
     C("top02", "evall --model bow", "", 2, "invalid choice: 'evall'"),
@@ -1307,6 +1351,7 @@ ROWS: list[Case] = [
     *I21_REVIEW,
     *I21_SYNTH,
     *I21_DEMO,
+    *S28_ROWS,
 ]
 INPUTS = ("saber", "vocab", "trip", "sts", "synth", "a", "b", "d2", "big.jsonl", "c.sqlite")
 

@@ -465,11 +465,17 @@ def export(
         >>> datasets.load_dataset("saber-hf/", "n3")  # doctest: +SKIP
 
     Raises:
-        BindkitError: an unknown kind, missing extras, an input that is incomplete or not as
-            bindkit writes it, an ``out`` that is not empty (without ``overwrite``).
+        BindkitError: an unknown kind, an empty or spaced licence, missing extras, an input
+            that is incomplete or not as bindkit writes it, an ``out`` that is not empty
+            (without ``overwrite``).
     """
     if kind not in BUILDERS:
         raise BindkitError(f"export {kind!r}: use one of {', '.join(KINDS)}")
+    if license is not None and (not license.strip() or any(c.isspace() for c in license)):
+        raise BindkitError(
+            f"--license {license!r}: give a licence identifier of the Hub's list, "
+            "e.g. mit, cc-by-4.0 or other"
+        )
     _require_hf()
     built = BUILDERS[kind](source)
     default_license = "other" if kind == "clusters" else "mit"  # clusters inherit their input's

@@ -50,8 +50,9 @@ def read_instructions(path: str | Path) -> list[Instruction]:
     """
     path = Path(path)
     if not path.is_file():
+        what = "a directory" if path.is_dir() else "not found"
         raise DataFormatError(
-            f"--instructions {path}: not found; pass a text file (one instruction per line) or "
+            f"--instructions {path}: {what}; pass a text file (one instruction per line) or "
             "a .json/.toml list of {name, query, document}"
         )
     try:
