@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _per_query import mean_is_score, stored
 from bindkit.errors import BindkitError
@@ -153,3 +155,25 @@ def test_score_saber_per_query_means_are_its_scores(vocab: Vocabulary) -> None:
     first = result["per_query"][0]
     best = [c.id for c in mcqs[0].candidates][int(np.argmax(g[:4] @ q[0]))]
     assert first["top"][0][0] == best
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(1, 60),
+    st.integers(1, 8),
+    st.integers(0, 2**31 - 1),
+    st.sampled_from([2, 5, 1000]),
+)
+def test_best_k_equals_the_plain_stable_sort(
+    rows: int, n: int, k: int, seed: int, levels: int
+) -> None:
+    """The partitioned top-k is the stable full sort's first k, ties included (few score
+    levels make many ties, some of them across the k-th place)."""
+    from bindkit.metrics.retrieval import best_k
+
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, levels, size=(rows, n)).astype(np.float32) / levels
+    k = min(k, n)
+    expected = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    assert (best_k(scores, k) == expected).all()
