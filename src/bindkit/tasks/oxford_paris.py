@@ -25,6 +25,7 @@ The Sculptures 6k task (:mod:`bindkit.tasks.sculptures6k`) reads the same file c
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,7 +171,7 @@ class OxfordConvention(Task):
             str(folder),
             (queries, root),
             has_images=True,
-            images_sha256=lambda: listing_sha256(root),
+            images_sha256=functools.cache(lambda: listing_sha256(root)),  # once per load
         )
 
     def evaluate(
