@@ -13,6 +13,7 @@ from bindkit.train.losses import (  # noqa: E402
     ClusterInfoNCELoss,
     DistillationLoss,
     TripletHingeLoss,
+    TripletInfoNCELoss,
     cluster_infonce,
 )
 
@@ -53,6 +54,32 @@ def nll(q: list[list[float]], d: list[list[float]], i: int, js: list[int], t: fl
 
 Q = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]
 D = [[0.96, 0.28], [0.8, 0.6], [0.28, 0.96]]
+
+
+def test_triplet_infonce_value_and_gradient_by_hand() -> None:
+    # candidates of every query: the 3 positives, then the 3 negatives; target: its own positive
+    t = 0.5
+    negatives = [[0.0, 1.0], [1.0, 0.0], [0.6, 0.8]]
+    candidates = D + negatives
+    expected = sum(nll(Q, candidates, i, list(range(6)), t) for i in range(3)) / 3
+    q, p, n = leaf(Q), leaf(D), leaf(negatives)
+    loss = TripletInfoNCELoss(t)(q, p, n)
+    assert float(loss.detach()) == pytest.approx(expected, rel=1e-12)
+    loss.backward()
+    # ∂L/∂q_i = (Σ_j softmax_ij c_j − p_i) / (τ n); ∂L/∂n_j = Σ_i softmax_i(3+j) q_i / (τ n)
+    soft = []
+    for i in range(3):
+        sims = [sum(a * b for a, b in zip(Q[i], c, strict=True)) / t for c in candidates]
+        z = sum(math.exp(s) for s in sims)
+        soft.append([math.exp(s) / z for s in sims])
+        want = [
+            (sum(soft[i][j] * candidates[j][k] for j in range(6)) - D[i][k]) / (t * 3)
+            for k in (0, 1)
+        ]
+        assert q.grad[i].tolist() == pytest.approx(want, rel=1e-9)
+    for j in range(3):
+        want = [sum(soft[i][3 + j] * Q[i][k] for i in range(3)) / (t * 3) for k in (0, 1)]
+        assert n.grad[j].tolist() == pytest.approx(want, rel=1e-9)
 
 
 def test_cluster_infonce_value_at_the_default_temperature() -> None:

@@ -376,3 +376,34 @@ def test_relational_preservation_alone_builds_the_preservation_term(
         )
     )
     assert built == [(0.0, 3.0)]
+
+
+@pytest.mark.parametrize("loss", ["hinge", "infonce"])
+def test_the_triplet_objective_uses_the_chosen_loss(
+    loss: str, triplets: Path, tmp_path: Path
+) -> None:
+    from bindkit.train.losses import triplet_hinge, triplet_infonce
+    from bindkit.train.objectives import Batch, TripletObjective
+
+    chosen = TrainConfig(
+        model="bow",
+        train=str(triplets),
+        out=str(tmp_path / "o"),
+        loss=loss,
+        margin=0.3,
+        temperature=0.1,
+    )
+    objective = TripletObjective(chosen)
+    generator = torch.Generator().manual_seed(0)
+    q, d = (
+        torch.nn.functional.normalize(torch.randn(n, 8, generator=generator), dim=-1)
+        for n in (3, 6)
+    )
+    got = objective.loss([q, d], Batch(ROWS[:3], []), 3)
+    want = (
+        triplet_infonce(q, d[:3], d[3:], 0.1)
+        if loss == "infonce"
+        else triplet_hinge(q, d[:3], d[3:], 0.3)
+    )
+    torch.testing.assert_close(got, want)
+    assert float(objective.share(got)) == pytest.approx(float(want))

@@ -12,10 +12,14 @@ import pytest
 
 from bindkit.cli import main
 from bindkit.demo.finetune import (
+    RELATION_CONTRASTS,
     DemoOptions,
     context_sentences,
+    filler_free,
+    generic_sentences,
     list_triplets,
     paraphrase_triplets,
+    relation_triplets,
     restatement_triplets,
 )
 from bindkit.errors import BindkitError
@@ -107,6 +111,64 @@ def test_restatement_triplets_keep_every_other_word_and_state_the_bindings() -> 
             assert re.search(rf"\bthe {obj} is (\w+ and )*{attribute}\b", stated.lower()), row
         for article, word in re.findall(r"\b(an?) (\w+)", body.lower()):
             assert article == ("an" if word[0] in "aeiou" else "a") or word[0] in "hu", row
+
+
+def test_relation_triplets_drop_asides_and_contradict_one_relation() -> None:
+    from bindkit.synth.backends.template import CLAUSES, SPOTS, TIMES
+
+    examples = _examples(80)
+    rows = relation_triplets(examples, seed=3)
+    assert len(rows) > len(examples) // 4
+    by_caption = {e.positive: e for e in examples}
+    asides = {w for piece in (*CLAUSES, *TIMES, *SPOTS) for w in piece.split()}
+    for row in rows:
+        example = by_caption[row["query"]]
+        assert row["negative_kind"] == "relation" and row["type"] == example.type
+        assert row["positive"] == filler_free(example)
+        query, positive = (re.findall(r"\w+", row[k].lower()) for k in ("query", "positive"))
+        # the positive is the query less some of its words, all of them asides or the scene
+        rest = iter(query)
+        assert all(word in rest for word in positive), row
+        context = set((example.targets.get("context") or "").split()) | {"in", "on", "at"}
+        assert set(query) - set(positive) <= asides | context, row
+        # the negative is the query with exactly one relation replaced by its contrast
+        changed = [
+            (old, new)
+            for old, new in RELATION_CONTRASTS.items()
+            if row["negative"] == _replace_one(row["query"], old, new, row["negative"])
+        ]
+        assert changed, row
+        assert any(re.search(rf"\b{old}\b", row["positive"]) for old, _ in changed), row
+        for attribute, obj in example.bindings:  # bindings untouched on all three sides
+            for side in ("query", "positive", "negative"):
+                assert obj in row[side] and attribute in row[side], (side, row)
+    assert relation_triplets(examples, seed=3) == rows
+    assert relation_triplets(examples, seed=4) != rows
+
+
+def _replace_one(text: str, old: str, new: str, want: str) -> str | None:
+    """``want`` if replacing one whole-word occurrence of ``old`` in ``text`` gives it."""
+    for match in re.finditer(rf"\b{re.escape(old)}\b", text):
+        if text[: match.start()] + new + text[match.end() :] == want:
+            return want
+    return None
+
+
+def test_generic_sentences_have_no_attributes_and_are_seeded() -> None:
+    from bindkit.saber.vocab import load_vocabulary
+
+    sentences = generic_sentences(300, seed=1)
+    assert len(set(sentences)) == 300 and generic_sentences(300, seed=1) == sentences
+    assert generic_sentences(300, seed=2) != sentences
+    listed = Path(__file__).parents[1] / "src/bindkit/synth/data/adjectives.txt"
+    lines = [x for x in listed.read_text().splitlines() if not x.startswith(("#", "["))]
+    adjectives = {w for x in lines for w in x.split()} | {"old", "young"}
+    adjectives |= {a.name for a in load_vocabulary(None).attributes}
+    adjectives -= {"peeling"}  # listed as an adjective ("peeling paint"); a verb here
+    for sentence in sentences:
+        assert sentence[0].isupper() and sentence.endswith(".")
+        assert not set(re.findall(r"\w+", sentence.lower())) & adjectives, sentence
+    assert any(" not " in s for s in sentences) and any(" while " in s for s in sentences)
 
 
 def test_context_sentences_are_the_captions_scenes() -> None:

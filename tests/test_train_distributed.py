@@ -1,7 +1,8 @@
 """Two gloo processes on the CPU with unequal local batches give one process's loss and gradients.
 
-Rank 0 holds 8 pairs (clusters of 3 and 5) or 3 triplets, rank 1 holds 5 pairs (clusters of 2 and
-3) or 2 triplets, as the trainer's plan deals out mixed-size clusters and a last uneven batch.
+Rank 0 holds 8 pairs (clusters of 3 and 5) or 3 triplets (hinge, in-batch InfoNCE), rank 1
+holds 5 pairs (clusters of 2 and 3) or 2 triplets, as the trainer's plan deals out mixed-size
+clusters and a last uneven batch.
 Each rank's loss is its share of the global loss; the gradients are summed across ranks, as the
 trainer does (``_Run.all_reduce``).
 """
@@ -18,7 +19,12 @@ dist = pytest.importorskip("torch.distributed")
 if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is not available", allow_module_level=True)
 
-from bindkit.train.losses import ClusterInfoNCELoss, TripletHingeLoss, global_count  # noqa: E402
+from bindkit.train.losses import (  # noqa: E402
+    ClusterInfoNCELoss,
+    TripletHingeLoss,
+    TripletInfoNCELoss,
+    global_count,
+)
 
 PAIRS = [8, 5]  # pairs per rank
 GROUPS = [0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 3, 3, 3]  # clusters of 3, 5 | 2, 3: none spans ranks
@@ -48,15 +54,20 @@ def losses(model: torch.nn.Module, batch: dict[str, torch.Tensor], groups: torch
         "clusters": ClusterInfoNCELoss(0.1)(q, d, groups),
         "in_batch": ClusterInfoNCELoss(0.1, in_batch=True)(q, d, groups),
         "hinge": TripletHingeLoss(0.3)(q, d, embed(batch["n"]), rows),
+        "triplet_nce": TripletInfoNCELoss(0.1)(q, d, embed(batch["n"]), rows),
     }
+
+
+NAMES = ("clusters", "in_batch", "hinge", "triplet_nce")
+TRIPLET_LOSSES = ("hinge", "triplet_nce")
 
 
 def one_process() -> dict[str, tuple[float, list[torch.Tensor]]]:
     results = {}
-    for name in ("clusters", "in_batch", "hinge"):
+    for name in NAMES:
         model = encoder()
         full = data()
-        if name == "hinge":
+        if name in TRIPLET_LOSSES:
             full = {k: v[: sum(TRIPLETS)] for k, v in full.items()}
         loss = losses(model, full, torch.tensor(GROUPS[: len(full["q"])]))[name]
         loss.backward()
@@ -68,12 +79,16 @@ def worker(rank: int, world: int, init: str, out: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{init}", rank=rank, world_size=world)
     try:
         results = {}
-        for name in ("clusters", "in_batch", "hinge"):
-            sizes = TRIPLETS if name == "hinge" else PAIRS
+        for name in NAMES:
+            sizes = TRIPLETS if name in TRIPLET_LOSSES else PAIRS
             start, stop = sum(sizes[:rank]), sum(sizes[: rank + 1])
             local = {k: v[start:stop] for k, v in data().items()}
             model = encoder()
-            loss_fn = ClusterInfoNCELoss(0.1, in_batch=name == "in_batch")
+            loss_fn: Any = (
+                TripletInfoNCELoss(0.1)
+                if name == "triplet_nce"
+                else ClusterInfoNCELoss(0.1, in_batch=name == "in_batch")
+            )
             loss = losses(model, local, torch.tensor(GROUPS[start:stop]))[name]
             loss.backward()
             for parameter in model.parameters():

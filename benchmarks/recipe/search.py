@@ -82,6 +82,29 @@ TRIALS: dict[str, dict[str, Any]] = {
         "weight": 1.0,
         "relational": 30.0,
     },
+    # in-batch InfoNCE (multiple-negatives ranking with the swap as hard negative) for the hinge
+    "fullpara-ctx-nce": {
+        "data": "fullpara",
+        "preserve": "contexts",
+        "weight": 1.0,
+        "loss": "infonce",
+    },
+    "fullpara-nce": {"data": "fullpara", "preserve": None, "loss": "infonce"},
+    # relation triplets (caption → caption without asides vs one relation contradicted) as a
+    # third of the rows: relations and verbs kept meaningful (replace_rel, STS)
+    "fullpararel-ctx-w1": {"data": "fullpararel", "preserve": "contexts", "weight": 1.0},
+    # preservation of the scene contexts and as many everyday sentences without adjectives
+    # (demo.finetune.generic_sentences: actions, places, negation), half each
+    "fullpara-ctxgen-w1": {"data": "fullpara", "preserve": "ctxgen", "weight": 1.0},
+    "fullpararel-ctxgen-w1": {"data": "fullpararel", "preserve": "ctxgen", "weight": 1.0},
+    "fullpararel-gen-w1": {"data": "fullpararel", "preserve": "generic", "weight": 1.0},
+    "fullpararel-ctxgen-rel30": {
+        "data": "fullpararel",
+        "preserve": "ctxgen",
+        "weight": 1.0,
+        "relational": 30.0,
+    },
+    "fullpararel-ctxgen-w2": {"data": "fullpararel", "preserve": "ctxgen", "weight": 2.0},
 }
 
 
@@ -101,21 +124,12 @@ def prepare(work: Path, seed: int = 0, examples: int = 24000) -> None:
     )
     from bindkit.synth.backends.template import TemplateBackend
     from bindkit.synth.generate import generate
-    from bindkit.synth.splits import (
-        mixed_length_triplets,
-        no_overlap,
-        read_examples,
-        saber_words,
-        split,
-        write_splits,
-    )
+    from bindkit.synth.splits import mixed_length_triplets, write_splits
 
     data = work / "data"
     generate(data, examples, TemplateBackend(seed), seed=seed, progress=False)
     write_splits(data, seed=seed, exclude_vocab="builtin")
-    train = no_overlap(
-        split(read_examples(data / "examples.jsonl"), seed)["train"], saber_words(None)
-    )
+    train = train_examples(work, seed)
     full = [json.loads(line) for line in (data / "no_overlap" / "train.jsonl").open()]
     mixed = mixed_length_triplets(train)
     random.Random(f"{seed}/mixed").shuffle(mixed)
@@ -140,6 +154,42 @@ def prepare(work: Path, seed: int = 0, examples: int = 24000) -> None:
         "\n".join([sick[0], *body[:1000]]) + "\n", encoding="utf-8"
     )
     say(f"prepared: { {k: len(v) for k, v in sets.items()} }, {len(contexts)} contexts")
+
+
+def train_examples(work: Path, seed: int = 0) -> list[Any]:
+    """The NoOverlap train split of ``work/data`` as ``prepare`` wrote it (the examples whose
+    captions ``data/no_overlap/train.jsonl`` holds, in split order), so that sets added later
+    come from the same examples even after the split code changed."""
+    from bindkit.synth.splits import read_examples, split
+
+    data = work / "data"
+    with (data / "no_overlap" / "train.jsonl").open(encoding="utf-8") as f:
+        captions = {json.loads(line)["positive"] for line in f}
+    train = split(read_examples(data / "examples.jsonl"), seed)["train"]
+    return [example for example in train if example.positive in captions]
+
+
+def extra_sets(work: Path, seed: int = 0) -> None:
+    """Training sets added after ``prepare`` (same examples): any mix of MIXES not written yet."""
+    from bindkit._io import atomic_write_bytes, jsonl_bytes
+    from bindkit.demo.finetune import MIXES, generic_sentences, training_triplets
+
+    contexts = [json.loads(line)["text"] for line in (work / "preserve-contexts.jsonl").open()]
+    mixed = contexts + generic_sentences(len(contexts), seed)
+    random.Random(f"{seed}/ctxgen").shuffle(mixed)
+    preserve = {"ctxgen": mixed, "generic": generic_sentences(2 * len(contexts), seed)}
+    for name, sentences in preserve.items():
+        path = work / f"preserve-{name}.jsonl"
+        if not path.is_file():
+            atomic_write_bytes(path, jsonl_bytes({"text": t} for t in sentences))
+            say(f"{path}: {len(sentences)} sentences")
+    train = train_examples(work, seed)
+    for mix in MIXES:
+        path = work / f"train-{mix}.jsonl"
+        if not path.is_file():
+            rows = training_triplets(train, seed, mix)
+            atomic_write_bytes(path, jsonl_bytes(rows))
+            say(f"{path}: {len(rows)} rows")
 
 
 def dev_sugarcrepe(out: Path, seed: int) -> None:
@@ -188,6 +238,8 @@ def train(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Path:
         lr=recipe.get("lr", LR),
         batch_size=32,
         margin=recipe.get("margin", 0.05),
+        loss=recipe.get("loss", "hinge"),
+        temperature=recipe.get("temperature", 0.05),
         model_dropout=False,
         lines=False,
         preserve=str(work / f"preserve-{preserve}.jsonl") if preserve else None,
@@ -263,9 +315,7 @@ def scaled(run: Path, alpha: float) -> str:
 def _score(spec: str, task: str, data: Any, key: str, **kw: Any) -> dict[str, float]:
     from bindkit.evaluation import evaluate
 
-    records = evaluate(
-        [spec], task=task, data=data, out=WORK / "results", report=False, verbose=False, **kw
-    )
+    records = evaluate([spec], task=task, data=data, out=RESULTS, report=False, verbose=False, **kw)
     return {r["subset"] or task: round(100 * r["scores"][key], 2) for r in records}
 
 
@@ -446,14 +496,16 @@ def markdown() -> str:
 
 
 WORK = Path("recipe-work")
+RESULTS = WORK / "results"  # eval's output and cache: one folder per process (eval locks it)
 
 
 def main(argv: list[str] | None = None) -> None:
     import torch
 
-    global WORK, SHARED
+    global WORK, SHARED, RESULTS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=("prepare", "run", "heldout", "table", "rechoose"))
+    commands = ("prepare", "sets", "run", "heldout", "table", "rechoose")
+    parser.add_argument("command", choices=commands)
     parser.add_argument("trials", nargs="*")
     parser.add_argument("--work", default="recipe-work")
     parser.add_argument("--seeds", default="0")
@@ -466,8 +518,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     WORK, SHARED = Path(args.work), Path(args.shared)
+    RESULTS = WORK / "results" / ("-".join(args.trials) or args.command)
     if args.command == "prepare":
         prepare(WORK)
+        return
+    if args.command == "sets":
+        extra_sets(WORK)
         return
     if args.command == "table":
         print(markdown())

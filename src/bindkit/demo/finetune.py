@@ -110,6 +110,124 @@ def context_sentences(examples: list[Any]) -> list[str]:
     return list(seen)
 
 
+# Everyday sentences without attribute–object structure (who does what, where): a preservation
+# set for what binding training must not change (actions, relations, topics). No adjectives,
+# so keeping their embeddings does not keep any bag-of-words binding.
+_ACTORS = (
+    "a man",
+    "a woman",
+    "a child",
+    "a boy",
+    "a girl",
+    "a farmer",
+    "two men",
+    "two women",
+    "a group of people",
+    "a couple",
+    "a dog",
+    "a cat",
+    "a horse",
+    "a bird",
+    "the children",
+    "a chef",
+    "a teacher",
+    "a musician",
+    "a player",
+    "some students",
+)
+_ACTIONS = (
+    "playing a guitar",
+    "riding a bicycle",
+    "cutting an onion",
+    "reading a book",
+    "eating a sandwich",
+    "drinking coffee",
+    "slicing bread",
+    "painting a wall",
+    "washing a car",
+    "throwing a ball",
+    "catching a frisbee",
+    "climbing a tree",
+    "crossing the street",
+    "walking along the beach",
+    "swimming in a lake",
+    "running through a field",
+    "jumping over a fence",
+    "sleeping on a couch",
+    "talking on the phone",
+    "typing on a laptop",
+    "cooking dinner",
+    "carrying a box",
+    "pushing a cart",
+    "dancing on a stage",
+    "singing a song",
+    "fixing a bike",
+    "feeding the ducks",
+    "kicking a ball",
+    "chasing a ball",
+    "watching television",
+    "cleaning the kitchen",
+    "writing a letter",
+    "peeling a potato",
+    "sitting on a bench",
+    "standing in line",
+    "waiting for a bus",
+    "looking out of a window",
+    "opening a door",
+    "holding an umbrella",
+    "taking a photo",
+)
+_WHERES = (
+    "",
+    "",
+    "",
+    " in the park",
+    " at home",
+    " on the street",
+    " in the kitchen",
+    " near the river",
+    " in a classroom",
+    " at the station",
+    " in the garden",
+    " on a hill",
+    " in the snow",
+    " in the rain",
+    " at night",
+    " in the morning",
+)
+
+
+def generic_sentences(count: int, seed: int = 0) -> list[str]:
+    """``count`` distinct everyday sentences without adjectives ("Two women are cooking dinner
+    in the kitchen."), some negated or joined by "while", in a seeded random order.
+
+    Example:
+        >>> len(set(generic_sentences(50))) == 50
+        True
+    """
+    rng = random.Random(f"{seed}/generic-sentences")
+    seen: dict[str, None] = {}
+    while len(seen) < count:
+        actor = rng.choice(_ACTORS)
+        verb = _be(actor)
+        action = rng.choice(_ACTIONS)
+        roll = rng.random()
+        if roll < 0.1:
+            clause = f"{actor} {verb} not {action}"
+        elif roll < 0.25:
+            other = rng.choice([a for a in _ACTORS if a != actor])
+            clause = f"{actor} {verb} {action} while {other} {_be(other)} {rng.choice(_ACTIONS)}"
+        else:
+            clause = f"{actor} {verb} {action}{rng.choice(_WHERES)}"
+        seen.setdefault(clause[0].upper() + clause[1:] + ".", None)
+    return list(seen)
+
+
+def _be(actor: str) -> str:
+    """ "is" or "are" after an actor of :data:`_ACTORS`."""
+    return "are" if actor.startswith(("two ", "some ", "the children")) else "is"
+
+
 def relist(pairs: list[tuple[str, str]], rng: random.Random, avoid: str | None = None) -> str:
     """The (attribute, object) pairs as a list phrase, objects and each object's attributes in a
     random order ("a ruby scooter and an oriental chestnut cage"); not ``avoid`` when another
@@ -233,6 +351,102 @@ def restatement_triplets(examples: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
+# A relation of the template captions and one that contradicts it (prepositions between objects
+# and the locative verbs of synth.backends.template), for relation_triplets' negatives.
+RELATION_CONTRASTS = {
+    "near": "far from",
+    "beside": "far from",
+    "next to": "far from",
+    "behind": "in front of",
+    "opposite": "on top of",
+    "under": "on top of",
+    "sat": "fell",
+    "stood": "toppled",
+    "rested": "rolled",
+    "lay": "hung",
+}
+
+
+def filler_free(example: Any) -> str | None:
+    """The caption without its time words, clauses, spots and scene (what the template adds
+    around the objects and their relations, synth.backends.template's TIMES, CLAUSES, SPOTS and
+    context); None if it has none of them.
+
+    Example:
+        >>> from bindkit.synth.example import Example
+        >>> filler_free(Example("e1", "pair_swap", [("red", "cube"), ("blue", "kite")],
+        ...     "A red cube sat quietly near a blue kite as the guests arrived."))
+        'A red cube sat near a blue kite.'
+    """
+    import re
+
+    from bindkit.synth.backends.template import CLAUSES, SPOTS, TIMES, scene_phrase
+
+    context = (example.targets or {}).get("context")
+    pieces = [*CLAUSES, *TIMES, *SPOTS]
+    if context:
+        pieces.insert(0, " ".join(scene_phrase(context.rstrip("."))))
+    pattern = r",? \b(?:" + "|".join(map(re.escape, sorted(pieces, key=len, reverse=True))) + r")\b"
+    stripped = re.sub(pattern, "", example.positive)
+    stripped = re.sub(r" +([.,])", r"\1", stripped).strip()
+    return None if stripped == example.positive else stripped
+
+
+def relation_negative(text: str, rng: random.Random, protected: str) -> str | None:
+    """``text`` with one relation word that ``protected`` also has changed to one that
+    contradicts it (:data:`RELATION_CONTRASTS`; "near" → "far from", "sat" → "fell"); None if
+    it has none."""
+    import re
+
+    words = sorted(RELATION_CONTRASTS, key=len, reverse=True)
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, words)) + r")\b")
+    kept = {m.group(1) for m in pattern.finditer(protected)}
+    spots = [m for m in pattern.finditer(text) if m.group(1) in kept]
+    if not spots:
+        return None
+    spot = rng.choice(spots)
+    return text[: spot.start()] + RELATION_CONTRASTS[spot.group(1)] + text[spot.end() :]
+
+
+def relation_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
+    """One triplet per example whose caption has fillers and a relation: the query is the
+    caption, the positive the caption without its fillers (:func:`filler_free`: every
+    binding and relation kept), the negative the caption with one relation contradicted
+    (:func:`relation_negative`, a relation the positive keeps).
+
+    What paraphrase triplets cannot teach: a changed relation or verb moves a caption further
+    than dropping its asides does (SugarCrepe++'s replace_rel, in the template's own words).
+
+    Example:
+        >>> from bindkit.synth.example import Example
+        >>> ex = Example("e1", "pair_swap", [("red", "cube"), ("blue", "kite")],
+        ...              "A red cube sat quietly near a blue kite.")
+        >>> row = relation_triplets([ex])[0]
+        >>> row["positive"], row["negative"] in ("A red cube fell quietly near a blue kite.",
+        ...                                      "A red cube sat quietly far from a blue kite.")
+        ('A red cube sat near a blue kite.', True)
+    """
+    rng = random.Random(f"{seed}/relation-triplets")
+    rows = []
+    for example in examples:
+        positive = filler_free(example)
+        if positive is None:
+            continue
+        negative = relation_negative(example.positive, rng, protected=positive)
+        if negative is None:
+            continue
+        rows.append(
+            {
+                "query": example.positive,
+                "positive": positive,
+                "negative": negative,
+                "type": example.type,
+                "negative_kind": "relation",
+            }
+        )
+    return rows
+
+
 def paraphrase_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
     """Two caption-to-caption triplets per example: the query is the example's full caption,
     the positive another wording of it (:func:`paraphrase`), the negative the caption's own
@@ -273,6 +487,7 @@ MIXES = {
     "fullpara": ("full", "paraphrase"),
     "fullrestate": ("full", "restatement"),
     "mix3": ("full", "paraphrase", "restatement"),
+    "fullpararel": ("full", "paraphrase", "relation"),
 }
 
 
@@ -299,6 +514,7 @@ def training_triplets(examples: list[Any], seed: int = 0, mix: str = MIX) -> lis
         "full": lambda: triplets(examples),
         "paraphrase": lambda: paraphrase_triplets(examples, seed),
         "restatement": lambda: restatement_triplets(examples),
+        "relation": lambda: relation_triplets(examples, seed),
     }
     full = triplets(examples)
     rows = [row for kind in MIXES[mix] for row in makers[kind]()]
@@ -313,6 +529,8 @@ KIND_TEXT = {
     "restatement": "restatement triplets (its caption → the same caption without its "
     "attributes, the bindings stated after it, vs the caption's own swap: every relation "
     "word kept, only binding tells them apart)",
+    "relation": "relation triplets (its caption → the caption without its asides vs the caption "
+    "with one relation or verb contradicted: relations matter more than asides)",
 }
 
 

@@ -23,6 +23,7 @@ from bindkit.errors import BindkitError
 
 PRECISIONS = ("auto", "fp32", "bf16")
 SCHEDULES = ("constant", "linear")
+TRIPLET_LOSSES = ("hinge", "infonce")
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,24 @@ class TrainConfig(BaseTrainConfig):
     batch_size: int = field(
         default=32, metadata=_help("triplets per device per micro-batch", AT_LEAST_ONE)
     )
-    margin: float = field(default=0.05, metadata=_help("hinge margin over cosine", Range(0, 2)))
+    loss: str = field(
+        default="hinge",
+        metadata=_help(
+            "hinge: the seed's triplet hinge over cosine; infonce: each query against every "
+            "positive and negative of the batch (multiple-negatives ranking with hard negatives)",
+            choices=TRIPLET_LOSSES,
+        ),
+    )
+    margin: float = field(
+        default=0.05, metadata=_help("hinge margin over cosine (--loss hinge)", Range(0, 2))
+    )
+    temperature: float = field(
+        default=0.05,
+        metadata=_help(
+            "InfoNCE temperature tau (--loss infonce; 0.05 is sentence-transformers' scale 20)",
+            Range(0, 10, low_open=True),
+        ),
+    )
 
 
 @dataclass(kw_only=True)

@@ -42,6 +42,28 @@ def triplet_hinge(
     return torch.relu(margin - positive_sim + negative_sim).mean()
 
 
+def triplet_infonce(
+    query: Tensor, positive: Tensor, negative: Tensor, temperature: float = 0.05
+) -> Tensor:
+    """mean_i −log softmax_j(q_i·d_j / τ)[i] with d = [positives; negatives] of the batch.
+
+    Multiple-negatives ranking with hard negatives (sentence-transformers'
+    ``MultipleNegativesRankingLoss`` on (anchor, positive, negative) rows, scale 1/τ): each
+    query's candidates are every positive and every negative of the batch, its own positive
+    the target. Rows are L2-normalised.
+
+    Example:
+        >>> q = torch.eye(2)
+        >>> # query 0's candidates score 1 (own positive), 0, −1 (own negative), 0
+        >>> round(float(triplet_infonce(q, q, -q, temperature=1.0)), 4)
+        0.6265
+    """
+    candidates = torch.cat([positive, negative]) if len(negative) else positive
+    logits = query @ candidates.T / temperature
+    target = torch.arange(len(query), device=logits.device)
+    return torch.nn.functional.cross_entropy(logits, target)
+
+
 def cluster_infonce_terms(
     queries: Tensor, documents: Tensor, groups: Tensor | None, temperature: float = TEMPERATURE
 ) -> Tensor:
@@ -218,6 +240,42 @@ class TripletHingeLoss(nn.Module):  # type: ignore[misc]  # torch is untyped her
         self, query: Tensor, positive: Tensor, negative: Tensor, global_rows: int | None = None
     ) -> Tensor:
         return self.compute_loss_from_embeddings(query, positive, negative, global_rows)
+
+
+class TripletInfoNCELoss(nn.Module):  # type: ignore[misc]
+    """InfoNCE over (query, positive, negative) rows with in-batch negatives
+    (:func:`triplet_infonce`, ``--loss infonce``): each query against every positive and
+    negative of the *global* batch. Besides its own hard negative, each query is pushed from the
+    batch's other captions, which keeps the embedding space spread out as the model's own
+    pre-training loss did.
+
+    Across ranks: queries, positives and negatives are gathered (:func:`gather_with_grad`), every
+    rank computes the global loss with its own slice carrying gradients, and ``share`` divides
+    the replicated value by the world size.
+    """
+
+    def __init__(self, temperature: float = 0.05) -> None:
+        super().__init__()
+        if not temperature > 0:
+            raise ValueError(f"temperature must be positive, got {temperature}")
+        self.temperature = temperature
+
+    def compute_loss_from_embeddings(
+        self, query: Tensor, positive: Tensor, negative: Tensor, global_rows: int | None = None
+    ) -> Tensor:
+        all_query, _ = gather_with_grad(query)
+        all_positive, _ = gather_with_grad(positive)
+        all_negative, _ = gather_with_grad(negative)
+        return triplet_infonce(all_query, all_positive, all_negative, self.temperature)
+
+    def forward(
+        self, query: Tensor, positive: Tensor, negative: Tensor, global_rows: int | None = None
+    ) -> Tensor:
+        return self.compute_loss_from_embeddings(query, positive, negative, global_rows)
+
+    def share(self, loss: Tensor) -> Tensor:
+        """This rank's part of the global loss value (the loss is replicated on every rank)."""
+        return loss / _world()[1]
 
 
 class ClusterInfoNCELoss(nn.Module):  # type: ignore[misc]

@@ -46,19 +46,24 @@ class Objective(Protocol):
 
 
 class TripletObjective:
-    """Hinge loss over (query, positive, negative) rows (:class:`~bindkit.train.losses.
-    TripletHingeLoss`). Sides: the queries (query role), then positives and negatives (document
-    role)."""
+    """(query, positive, negative) rows under the hinge loss (:class:`~bindkit.train.losses.
+    TripletHingeLoss`, the default) or in-batch InfoNCE (:class:`~bindkit.train.losses.
+    TripletInfoNCELoss`, ``--loss infonce``). Sides: the queries (query role), then positives and
+    negatives (document role)."""
 
     name = "triplets"
 
     def __init__(self, config: TrainConfig) -> None:
         from bindkit.tasks.triplets import read_triplets
-        from bindkit.train.losses import TripletHingeLoss
+        from bindkit.train.losses import TripletHingeLoss, TripletInfoNCELoss
 
         self.rows = read_triplets(config.train)
         self.units, self.data = len(self.rows), config.train
-        self.loss_fn = TripletHingeLoss(config.margin)
+        self.loss_fn: TripletHingeLoss | TripletInfoNCELoss = (
+            TripletInfoNCELoss(config.temperature)
+            if config.loss == "infonce"
+            else TripletHingeLoss(config.margin)
+        )
 
     def counts(self) -> dict[str, int]:
         return {"triplets": len(self.rows)}
@@ -80,7 +85,8 @@ class TripletObjective:
         return self.loss_fn(query, positive, negative, global_rows)
 
     def share(self, loss: Any) -> Any:
-        return loss
+        share = getattr(self.loss_fn, "share", None)
+        return loss if share is None else share(loss)
 
     def named(self, embeddings: list[Any], batch: Batch) -> dict[str, Any]:
         return dict(
