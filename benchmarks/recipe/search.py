@@ -105,6 +105,55 @@ TRIALS: dict[str, dict[str, Any]] = {
         "relational": 30.0,
     },
     "fullpararel-ctxgen-w2": {"data": "fullpararel", "preserve": "ctxgen", "weight": 2.0},
+    # negation triplets too (caption → without asides vs one verb negated): the tuned model
+    # had come to read "There is no X" as X (SICK trial pairs, docs/benchmarks.md)
+    "fullpararelneg-ctxgen-w1": {"data": "fullpararelneg", "preserve": "ctxgen", "weight": 1.0},
+    "fullpararelneg-plain": {"data": "fullpararelneg", "preserve": None},
+    "fullpararelneg-ctx-w1": {"data": "fullpararelneg", "preserve": "contexts", "weight": 1.0},
+    "fullpararelneg-ctxgen-w0.5": {"data": "fullpararelneg", "preserve": "ctxgen", "weight": 0.5},
+    "fullpararelneg-ctxgen-w1-lr3": {
+        "data": "fullpararelneg",
+        "preserve": "ctxgen",
+        "weight": 1.0,
+        "lr": 3e-3,
+    },
+    # synonym triplets: the caption reworded (relations by synonyms, asides dropped) vs its swap
+    "fullparasynrelneg-ctxgen-w1": {
+        "data": "fullparasynrelneg",
+        "preserve": "ctxgen",
+        "weight": 1.0,
+    },
+    "fullparasyn-ctxgen-w1": {"data": "fullparasyn", "preserve": "ctxgen", "weight": 1.0},
+    "fullparapredrelneg-ctxgen-w1": {
+        "data": "fullparapredrelneg",
+        "preserve": "ctxgen",
+        "weight": 1.0,
+    },
+    "fullpararelneg-ctxgen-w1-r16": {
+        "data": "fullpararelneg",
+        "preserve": "ctxgen",
+        "weight": 1.0,
+        "lora_r": 16,
+    },
+    "fullparaneg-ctxgen-w1": {"data": "fullparaneg", "preserve": "ctxgen", "weight": 1.0},
+    "fullparaneg-ctxgen-w1-200": {
+        "data": "fullparaneg",
+        "preserve": "ctxgen",
+        "weight": 1.0,
+        "steps": 200,
+    },
+    "fullpararelneg-ctxgen-w0.5-200": {
+        "data": "fullpararelneg",
+        "preserve": "ctxgen",
+        "weight": 0.5,
+        "steps": 200,
+    },
+    "fullpararelneg-ctxgen-w1-200": {
+        "data": "fullpararelneg",
+        "preserve": "ctxgen",
+        "weight": 1.0,
+        "steps": 200,
+    },
 }
 
 
@@ -170,20 +219,23 @@ def train_examples(work: Path, seed: int = 0) -> list[Any]:
 
 
 def extra_sets(work: Path, seed: int = 0) -> None:
-    """Training sets added after ``prepare`` (same examples): any mix of MIXES not written yet."""
+    """Sets added after ``prepare`` (same examples): every training mix of MIXES and every
+    preservation set of PRESERVATION_SETS not written yet."""
     from bindkit._io import atomic_write_bytes, jsonl_bytes
-    from bindkit.demo.finetune import MIXES, generic_sentences, training_triplets
+    from bindkit.demo.finetune import (
+        MIXES,
+        PRESERVATION_SETS,
+        preservation_sentences,
+        training_triplets,
+    )
 
-    contexts = [json.loads(line)["text"] for line in (work / "preserve-contexts.jsonl").open()]
-    mixed = contexts + generic_sentences(len(contexts), seed)
-    random.Random(f"{seed}/ctxgen").shuffle(mixed)
-    preserve = {"ctxgen": mixed, "generic": generic_sentences(2 * len(contexts), seed)}
-    for name, sentences in preserve.items():
+    train = train_examples(work, seed)
+    for name in PRESERVATION_SETS:
         path = work / f"preserve-{name}.jsonl"
         if not path.is_file():
+            sentences = preservation_sentences(train, name, seed)
             atomic_write_bytes(path, jsonl_bytes({"text": t} for t in sentences))
             say(f"{path}: {len(sentences)} sentences")
-    train = train_examples(work, seed)
     for mix in MIXES:
         path = work / f"train-{mix}.jsonl"
         if not path.is_file():
@@ -231,11 +283,16 @@ def train(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Path:
     if (run / "train.json").is_file():
         return run
     preserve = recipe.get("preserve")
+    steps = recipe.get("steps", STEPS)
+    with (work / f"train-{recipe['data']}.jsonl").open(encoding="utf-8") as f:
+        rows = sum(1 for line in f if line.strip())
     config = TrainConfig(
         model=MODEL,
         train=str(work / f"train-{recipe['data']}.jsonl"),
         out=str(run),
         lr=recipe.get("lr", LR),
+        lora_r=recipe.get("lora_r", 4),
+        lora_alpha=float(recipe.get("lora_r", 4)),  # alpha/r = 1 at every rank
         batch_size=32,
         margin=recipe.get("margin", 0.05),
         loss=recipe.get("loss", "hinge"),
@@ -246,7 +303,8 @@ def train(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Path:
         preserve_weight=recipe.get("weight", 1.0),
         preserve_relational=recipe.get("relational", 0.0),
         preserve_batch=recipe.get("preserve_batch", 32),
-        max_steps=recipe.get("steps", STEPS),
+        max_steps=steps,
+        epochs=-(-steps * 32 // rows),  # enough passes over the file for the steps
         save_every=25,
         seed=seed,
         progress=False,

@@ -46,7 +46,12 @@ def register(commands: Any) -> None:
     finetune.add_argument(
         "--saber-per-n", type=int, default=None, help="smaller SABER for quick runs"
     )
-    finetune.add_argument("--preserve-weight", type=float, default=1.0, help="distillation weight")
+    finetune.add_argument(
+        "--preserve-weight",
+        type=float,
+        default=None,
+        help="distillation weight (default: the recipe's, bindkit.demo.finetune.PRESERVE_WEIGHT)",
+    )
     finetune.add_argument(
         "--no-plain", dest="plain", action="store_false", help="skip the plain run"
     )
@@ -71,7 +76,7 @@ def _finetune(args: argparse.Namespace) -> int:
         examples=args.examples,
         max_triplets=args.max_triplets,
         saber_per_n=args.saber_per_n,
-        preserve_weight=args.preserve_weight,
+        **({} if args.preserve_weight is None else {"preserve_weight": args.preserve_weight}),
         plain=args.plain,
         seed=args.seed,
         progress=not args.quiet,

@@ -2,10 +2,12 @@
 
 Steps: (1) ``bindkit synth`` template examples and their standard split set; the training
 examples are the train split after NoOverlap against the packaged SABER vocabulary, as
-full-caption and paraphrase triplets (:func:`training_triplets`); (2) preservation sentences:
-the scene contexts of those training captions, unrelated to any binding, whose base-model
-embeddings are distilled into each batch; (3) two trainings (with preservation, and plain as the
-comparison row), the preserved one also as a LiNeS adapter (α fixed by issue 18's recipe search);
+full-caption, paraphrase, relation and negation triplets (:func:`training_triplets`); (2)
+preservation sentences: the scene contexts of those training captions and as many everyday
+sentences without adjectives (:func:`preservation_sentences`), whose base-model embeddings are
+distilled into each batch; (3) two trainings (with preservation, and plain as the comparison
+row), the preserved one also as a LiNeS adapter (α fixed by issue 18's recipe search: 1, the
+whole update);
 (4) SABER text→text, held-out full-caption triplets and (with ``--sts``/``--scpp``) STS and
 SugarCrepe++ TOT through ``bindkit.evaluate``; (5) ``OUT/report.md`` with one table and what was
 chosen. Torch threads and deterministic algorithms are pinned, so a rerun gives the same table.
@@ -31,13 +33,15 @@ from bindkit.errors import BindkitError
 
 MODEL = "st:default"
 # The recipe (issue 18's search, docs/benchmarks.md): the paper's 5e-5 barely moves a
-# 22M-parameter model (issue 8's table); 2e-3 with batch 32 learns binding in 100 steps.
+# 22M-parameter model (issue 8's table); 2e-3 with batch 32 learns binding in 100-200 steps.
 LR = 2e-3
 BATCH = 32
 MARGIN = 0.05
-STEPS = 100  # optimizer steps (3,200 of the ~4,200 training triplets): the CPU budget
-LINES_ALPHA = 0.3  # LiNeS α of the shipped adapter, chosen on the search's dev panel
-MIX = "fullpara"  # the training triplets (MIXES) of the NoOverlap train split
+STEPS = 200  # optimizer steps (6,400 training triplets): the CPU budget
+LINES_ALPHA = 1.0  # LiNeS α of the shipped adapter, chosen on the search's dev panel
+MIX = "fullpararelneg"  # the training triplets (MIXES) of the NoOverlap train split
+PRESERVATION = "ctxgen"  # the preservation set (PRESERVATION_SETS) of the `preserve` run
+PRESERVE_WEIGHT = 0.5  # the default --preserve-weight
 TRAIN = "demo-train.jsonl"
 PRESERVE = "preserve.jsonl"
 STAMP = "demo-run.json"  # what a run was made from, so that a rerun can reuse or resume it
@@ -57,7 +61,7 @@ class DemoOptions:
     examples: int = 24000  # template examples to generate; ~1/4 survive NoOverlap as triplets
     max_triplets: int | None = None  # cap on the training triplets (None: all)
     saber_per_n: int | None = None  # a smaller SABER (MCQs per N) for quick runs; None: default
-    preserve_weight: float = 1.0
+    preserve_weight: float = PRESERVE_WEIGHT
     plain: bool = True  # also train without preservation (the comparison row)
     seed: int = 0
     threads: int = 2  # torch CPU threads, pinned: another count sums in another order
@@ -228,6 +232,38 @@ def _be(actor: str) -> str:
     return "are" if actor.startswith(("two ", "some ", "the children")) else "is"
 
 
+PRESERVATION_SETS = ("contexts", "ctxgen", "generic")
+PRESERVATION_TEXT = {
+    "contexts": "the scene contexts of the training captions",
+    "ctxgen": "the scene contexts of the training captions and as many everyday sentences "
+    "without adjectives (`generic_sentences`: who does what where, some negated), shuffled",
+    "generic": "everyday sentences without adjectives (`generic_sentences`)",
+}
+
+
+def preservation_sentences(examples: list[Any], kind: str = "ctxgen", seed: int = 0) -> list[str]:
+    """A preservation set: the scene contexts of the examples' captions (``contexts``,
+    :func:`context_sentences`), as many everyday sentences (``generic``:
+    :func:`generic_sentences`, twice as many), or both shuffled together (``ctxgen``).
+
+    Example:
+        >>> from bindkit.synth.example import Example
+        >>> ex = Example("e1", "pair_swap", [], "...", targets={"context": "a garage at dawn"})
+        >>> len(preservation_sentences([ex], "ctxgen"))
+        2
+    """
+    if kind not in PRESERVATION_SETS:
+        raise BindkitError(f"preservation set {kind!r}: use one of {', '.join(PRESERVATION_SETS)}")
+    contexts = context_sentences(examples)
+    if kind == "contexts":
+        return contexts
+    if kind == "generic":
+        return generic_sentences(2 * len(contexts), seed)
+    mixed = contexts + generic_sentences(len(contexts), seed)
+    random.Random(f"{seed}/ctxgen").shuffle(mixed)
+    return mixed
+
+
 def relist(pairs: list[tuple[str, str]], rng: random.Random, avoid: str | None = None) -> str:
     """The (attribute, object) pairs as a list phrase, objects and each object's attributes in a
     random order ("a ruby scooter and an oriental chestnut cage"); not ``avoid`` when another
@@ -288,6 +324,34 @@ def paraphrase(example: Any, rng: random.Random) -> str:
     listed = relist([*example.bindings, *example.distractors], rng, avoid=example.query)
     context = (example.targets or {}).get("context")
     text = f"{listed}, in {context.rstrip('.')}" if context else listed
+    return text[0].upper() + text[1:] + "."
+
+
+def predication(example: Any, rng: random.Random) -> str:
+    """Another wording of the example's caption: each object's attributes stated of it, objects
+    in a random order, then the scene ("The map was dry, the lamp marshy and the camera sour, in
+    a garage."), as SugarCrepe++'s second captions often restate one ("The bathroom is blue and
+    has two white towels").
+
+    Example:
+        >>> from bindkit.synth.example import Example
+        >>> ex = Example("e1", "pair_swap", [("red", "cube"), ("blue", "kite")], "...")
+        >>> predication(ex, random.Random(0)) in ("The cube was red and the kite blue.",
+        ...                                       "The kite was blue and the cube red.")
+        True
+    """
+    groups: dict[str, list[str]] = {}
+    for attribute, obj in [*example.bindings, *example.distractors]:
+        groups.setdefault(obj, []).append(attribute)
+    items = [(obj, rng.sample(attrs, len(attrs))) for obj, attrs in groups.items()]
+    rng.shuffle(items)
+    clauses = [f"the {obj} {' and '.join(attrs)}" for obj, attrs in items]
+    first_obj, first_attrs = items[0]
+    clauses[0] = f"the {first_obj} was {' and '.join(first_attrs)}"
+    text = clauses[0] if len(clauses) == 1 else ", ".join(clauses[:-1]) + " and " + clauses[-1]
+    context = (example.targets or {}).get("context")
+    if context:
+        text = f"{text}, in {context.rstrip('.')}"
     return text[0].upper() + text[1:] + "."
 
 
@@ -392,23 +456,110 @@ def filler_free(example: Any) -> str | None:
     return None if stripped == example.positive else stripped
 
 
-def relation_negative(text: str, rng: random.Random, protected: str) -> str | None:
-    """``text`` with one relation word that ``protected`` also has changed to one that
-    contradicts it (:data:`RELATION_CONTRASTS`; "near" → "far from", "sat" → "fell"); None if
-    it has none."""
+# The template captions' verbs (locative verbs and the copulas of predicative captions) negated.
+NEGATIONS = {
+    "sat": "did not sit",
+    "stood": "did not stand",
+    "rested": "did not rest",
+    "remained": "did not remain",
+    "lay": "did not lie",
+    "waited": "did not wait",
+    "stayed": "did not stay",
+    "was": "was not",
+    "were": "were not",
+    "looked": "did not look",
+    "seemed": "did not seem",
+    "appeared": "did not appear",
+    "had become": "had not become",
+    "had turned": "had not turned",
+}
+
+
+# Words of the template captions' relations and others that mean (nearly) the same, for
+# synonym_triplets' positives: a rewording that keeps every relation.
+RELATION_SYNONYMS = {
+    "near": ("close to", "by", "beside"),
+    "beside": ("next to", "alongside", "near"),
+    "next to": ("beside", "alongside"),
+    "behind": ("in back of", "at the back of"),
+    "opposite": ("across from", "facing"),
+    "under": ("beneath", "below"),
+    "sat": ("rested", "was placed"),
+    "stood": ("was standing", "was placed"),
+    "rested": ("sat", "was lying"),
+    "remained": ("stayed", "was still"),
+    "lay": ("rested", "was lying"),
+    "waited": ("sat", "was left"),
+}
+
+
+def synonymous(text: str, rng: random.Random) -> str:
+    """``text`` with every relation word of :data:`RELATION_SYNONYMS` replaced by one of its
+    synonyms (chosen per occurrence); ``text`` itself if it has none.
+
+    Example:
+        >>> synonymous("A red cube sat near a blue kite.", random.Random(0)) != (
+        ...     "A red cube sat near a blue kite.")
+        True
+    """
     import re
 
-    words = sorted(RELATION_CONTRASTS, key=len, reverse=True)
+    words = sorted(RELATION_SYNONYMS, key=len, reverse=True)
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, words)) + r")\b")
+    return pattern.sub(lambda m: rng.choice(RELATION_SYNONYMS[m.group(1)]), text)
+
+
+def synonym_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
+    """Two triplets per example whose caption has a relation word: the query is the caption,
+    the positive the caption without its asides (:func:`filler_free`) and with its relations
+    reworded (:func:`synonymous`: "sat near" → "rested beside"), the negative the caption's
+    own attribute (or object) swap.
+
+    The positive keeps every binding and relation in other words, the negative every word in
+    other bindings: what a paraphrase keeps matters, not its words (SugarCrepe++'s second
+    captions reword relations and verbs; relation triplets alone teach that words do).
+    """
+    rng = random.Random(f"{seed}/synonym-triplets")
+    rows = []
+    for example in examples:
+        positive = synonymous(filler_free(example) or example.positive, rng)
+        if positive == example.positive or positive == (filler_free(example) or ""):
+            continue
+        for kind in ("attribute", "object"):
+            rows.append(
+                {
+                    "query": example.positive,
+                    "positive": positive,
+                    "negative": example.negatives[kind],
+                    "type": example.type,
+                    "negative_kind": kind,
+                }
+            )
+    return rows
+
+
+def relation_negative(
+    text: str, rng: random.Random, protected: str, contrasts: dict[str, str] | None = None
+) -> str | None:
+    """``text`` with one relation word that ``protected`` also has changed to one that
+    contradicts it (``contrasts``, default :data:`RELATION_CONTRASTS`: "near" → "far from",
+    "sat" → "fell"; :data:`NEGATIONS`: "sat" → "did not sit"); None if it has none."""
+    import re
+
+    contrasts = RELATION_CONTRASTS if contrasts is None else contrasts
+    words = sorted(contrasts, key=len, reverse=True)
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, words)) + r")\b")
     kept = {m.group(1) for m in pattern.finditer(protected)}
     spots = [m for m in pattern.finditer(text) if m.group(1) in kept]
     if not spots:
         return None
     spot = rng.choice(spots)
-    return text[: spot.start()] + RELATION_CONTRASTS[spot.group(1)] + text[spot.end() :]
+    return text[: spot.start()] + contrasts[spot.group(1)] + text[spot.end() :]
 
 
-def relation_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
+def relation_triplets(
+    examples: list[Any], seed: int = 0, negate: bool = False
+) -> list[dict[str, Any]]:
     """One triplet per example whose caption has fillers and a relation: the query is the
     caption, the positive the caption without its fillers (:func:`filler_free`: every
     binding and relation kept), the negative the caption with one relation contradicted
@@ -416,6 +567,8 @@ def relation_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]
 
     What paraphrase triplets cannot teach: a changed relation or verb moves a caption further
     than dropping its asides does (SugarCrepe++'s replace_rel, in the template's own words).
+    ``negate``: the negative is the caption with one verb negated instead (:data:`NEGATIONS`,
+    "sat" → "did not sit"), so that a negation is no aside either.
 
     Example:
         >>> from bindkit.synth.example import Example
@@ -426,13 +579,15 @@ def relation_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]
         ...                                      "A red cube sat quietly far from a blue kite.")
         ('A red cube sat near a blue kite.', True)
     """
-    rng = random.Random(f"{seed}/relation-triplets")
+    kind = "negation" if negate else "relation"
+    contrasts = NEGATIONS if negate else RELATION_CONTRASTS
+    rng = random.Random(f"{seed}/{kind}-triplets")
     rows = []
     for example in examples:
         positive = filler_free(example)
         if positive is None:
             continue
-        negative = relation_negative(example.positive, rng, protected=positive)
+        negative = relation_negative(example.positive, rng, protected=positive, contrasts=contrasts)
         if negative is None:
             continue
         rows.append(
@@ -441,9 +596,28 @@ def relation_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]
                 "positive": positive,
                 "negative": negative,
                 "type": example.type,
-                "negative_kind": "relation",
+                "negative_kind": kind,
             }
         )
+    return rows
+
+
+def predication_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
+    """As :func:`paraphrase_triplets`, the positive stating each object's attributes of it
+    (:func:`predication`) instead of listing the pairs."""
+    rng = random.Random(f"{seed}/predication-triplets")
+    rows = []
+    for example in examples:
+        for kind in ("attribute", "object"):
+            rows.append(
+                {
+                    "query": example.positive,
+                    "positive": predication(example, rng),
+                    "negative": example.negatives[kind],
+                    "type": example.type,
+                    "negative_kind": kind,
+                }
+            )
     return rows
 
 
@@ -488,6 +662,11 @@ MIXES = {
     "fullrestate": ("full", "restatement"),
     "mix3": ("full", "paraphrase", "restatement"),
     "fullpararel": ("full", "paraphrase", "relation"),
+    "fullpararelneg": ("full", "paraphrase", "relation", "negation"),
+    "fullparaneg": ("full", "paraphrase", "negation"),
+    "fullparapredrelneg": ("full", "paraphrase", "predication", "relation", "negation"),
+    "fullparasyn": ("full", "paraphrase", "synonym"),
+    "fullparasynrelneg": ("full", "paraphrase", "synonym", "relation", "negation"),
 }
 
 
@@ -515,6 +694,9 @@ def training_triplets(examples: list[Any], seed: int = 0, mix: str = MIX) -> lis
         "paraphrase": lambda: paraphrase_triplets(examples, seed),
         "restatement": lambda: restatement_triplets(examples),
         "relation": lambda: relation_triplets(examples, seed),
+        "negation": lambda: relation_triplets(examples, seed, negate=True),
+        "predication": lambda: predication_triplets(examples, seed),
+        "synonym": lambda: synonym_triplets(examples, seed),
     }
     full = triplets(examples)
     rows = [row for kind in MIXES[mix] for row in makers[kind]()]
@@ -531,6 +713,12 @@ KIND_TEXT = {
     "word kept, only binding tells them apart)",
     "relation": "relation triplets (its caption → the caption without its asides vs the caption "
     "with one relation or verb contradicted: relations matter more than asides)",
+    "predication": "predication triplets (its caption → each object's attributes stated of it, "
+    "in its scene, vs the caption's own swap)",
+    "synonym": "synonym triplets (its caption → the caption without its asides, its relations "
+    "reworded, vs the caption's own swap)",
+    "negation": "negation triplets (its caption → the caption without its asides vs the caption "
+    "with one verb negated: a negation is no aside)",
 }
 
 
@@ -573,7 +761,7 @@ def _data(options: DemoOptions, out: Path) -> tuple[Path, list[str], dict[str, i
         lines = (data / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()[:size]
         atomic_write_text(data / f"demo-{name}.jsonl", "\n".join(lines) + "\n")
     steps = min(STEPS, -(-len(rows) // BATCH))
-    sentences = context_sentences(train)[: steps * PRESERVE_BATCH]
+    sentences = preservation_sentences(train, PRESERVATION, options.seed)[: steps * PRESERVE_BATCH]
     atomic_write_bytes(data / PRESERVE, jsonl_bytes({"text": s} for s in sentences))
     counts = {"train": len(rows), "val": VAL_TRIPLETS, "test": TEST_TRIPLETS}
     return data, sentences, counts
@@ -729,7 +917,7 @@ def _run(options: DemoOptions, out: Path) -> dict[str, Any]:
     # the plain run is the comparison row (its raw update); the preserved run's raw and LiNeS
     models = {"base": MODEL}
     for name, variant in (("plain", "raw"), ("preserve", "raw"), ("preserve", "lines")):
-        if name in runs:
+        if name in runs and not (variant == "lines" and LINES_ALPHA == 1.0):  # lines = raw
             models[f"{name} {variant}"] = (
                 f"{MODEL}+adapter={out / 'runs' / name / f'adapter-{variant}'}"
             )
@@ -796,11 +984,18 @@ def render_report(
     lines.append(
         f"- LiNeS α {LINES_ALPHA} (layer ℓ keeps α + (1 − α)·ℓ/5 of its update) for the shipped "
         "adapter: chosen once on a dev panel (SugarCrepe text triplets and SICK train) in "
-        "issue 18's recipe search (`benchmarks/recipe/`), not on this table's files."
+        "issue 18's recipe search (`benchmarks/recipe/`: the largest α whose dev STS stays "
+        "within 0.6 of the base model's), not on this table's files"
+        + (
+            "; at α 1 the whole update is kept, so `adapter-lines/` equals `adapter-raw/`."
+            if LINES_ALPHA == 1.0
+            else "."
+        )
     )
     lines.append(
-        f"- preservation (`preserve` rows): {preserved} sentences made of the scene contexts of "
-        f"the training captions; {PRESERVE_BATCH} per batch, loss += {options.preserve_weight} · "
+        f"- preservation (`preserve` rows): {preserved} sentences, "
+        f"{PRESERVATION_TEXT[PRESERVATION]}; {PRESERVE_BATCH} per batch, loss += "
+        f"{options.preserve_weight} · "
         "mean(1 − cos(f(x), f_base(x))). Distilling attribute-free copies of the training "
         "captions instead kept STS too but stopped binding from transferring to SABER's "
         "vocabulary (≈80 %): they share the structure that binding has to change."
