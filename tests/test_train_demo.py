@@ -19,8 +19,10 @@ from bindkit.demo.finetune import (
     generic_sentences,
     list_triplets,
     paraphrase_triplets,
+    predication_triplets,
     relation_triplets,
     restatement_triplets,
+    synonym_triplets,
 )
 from bindkit.errors import BindkitError
 
@@ -152,6 +154,43 @@ def _replace_one(text: str, old: str, new: str, want: str) -> str | None:
         if text[: match.start()] + new + text[match.end() :] == want:
             return want
     return None
+
+
+def test_predication_triplets_state_every_binding_of_its_object() -> None:
+    examples = [e for e in _examples(40) if e.negatives]
+    rows = predication_triplets(examples, seed=3)
+    assert len(rows) == 2 * len(examples)
+    for example, row in zip(examples, rows[::2], strict=True):
+        assert row["query"] == example.positive
+        assert row["negative"] == example.negatives["attribute"]
+        stated = row["positive"].lower()
+        for attribute, obj in [*example.bindings, *example.distractors]:
+            # "the map was dry" or "the map dry" (or "the map soft and dry")
+            assert re.search(rf"\bthe {obj} (was )?(\w+ and )*{attribute}\b", stated), row
+    assert predication_triplets(examples, seed=3) == rows
+    assert predication_triplets(examples, seed=4) != rows
+
+
+def test_synonym_triplets_reword_every_relation_and_keep_the_swap() -> None:
+    from bindkit.demo.finetune import RELATION_SYNONYMS
+
+    examples = [e for e in _examples(60) if e.negatives]
+    rows = synonym_triplets(examples, seed=3)
+    assert len(rows) >= len(examples)
+    by_caption = {e.positive: e for e in examples}
+    for row in rows:
+        example = by_caption[row["query"]]
+        assert row["negative"] == example.negatives[row["negative_kind"]]
+        base = filler_free(example) or example.positive
+        # the positive is the filler-free caption with each relation word replaced by a synonym
+        pattern = r"\b(" + "|".join(sorted(RELATION_SYNONYMS, key=len, reverse=True)) + r")\b"
+        parts = re.split(pattern, base)
+        assert len(parts) > 1, row
+        rebuilt = re.escape(parts[0])
+        for word, text in zip(parts[1::2], parts[2::2], strict=True):
+            rebuilt += "(" + "|".join(map(re.escape, RELATION_SYNONYMS[word])) + ")"
+            rebuilt += re.escape(text)
+        assert re.fullmatch(rebuilt, row["positive"]), row
 
 
 def test_generic_sentences_have_no_attributes_and_are_seeded() -> None:
