@@ -605,14 +605,20 @@ def relation_triplets(
 def predication_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
     """As :func:`paraphrase_triplets`, the positive stating each object's attributes of it
     (:func:`predication`) instead of listing the pairs."""
-    rng = random.Random(f"{seed}/predication-triplets")
+    return _reworded_triplets(examples, predication, random.Random(f"{seed}/predication-triplets"))
+
+
+def _reworded_triplets(
+    examples: list[Any], reword: Any, rng: random.Random
+) -> list[dict[str, Any]]:
+    """Per example and swap kind: its caption → ``reword(example, rng)`` vs its own swap."""
     rows = []
     for example in examples:
         for kind in ("attribute", "object"):
             rows.append(
                 {
                     "query": example.positive,
-                    "positive": predication(example, rng),
+                    "positive": reword(example, rng),
                     "negative": example.negatives[kind],
                     "type": example.type,
                     "negative_kind": kind,
@@ -640,20 +646,7 @@ def paraphrase_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, An
         >>> row["positive"], row["negative"]
         ('A blue kite and a red cube, in a barn.', 'A blue cube sat by a red kite in a barn.')
     """
-    rng = random.Random(f"{seed}/paraphrase-triplets")
-    rows = []
-    for example in examples:
-        for kind in ("attribute", "object"):
-            rows.append(
-                {
-                    "query": example.positive,
-                    "positive": paraphrase(example, rng),
-                    "negative": example.negatives[kind],
-                    "type": example.type,
-                    "negative_kind": kind,
-                }
-            )
-    return rows
+    return _reworded_triplets(examples, paraphrase, random.Random(f"{seed}/paraphrase-triplets"))
 
 
 # Named training mixes (issue 18's search): the kinds of triplets shuffled together.
