@@ -148,6 +148,13 @@ TRIALS: dict[str, dict[str, Any]] = {
         "weight": 0.5,
         "steps": 200,
     },
+    # relation and negation rows with the listed paraphrase as positive (few shared words)
+    "fullpararelnegL-ctxgen-w0.5-200": {
+        "data": "fullpararelnegL",
+        "preserve": "ctxgen",
+        "weight": 0.5,
+        "steps": 200,
+    },
     "fullpararelneg-ctxgen-w1-200": {
         "data": "fullpararelneg",
         "preserve": "ctxgen",
@@ -576,7 +583,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     WORK, SHARED = Path(args.work), Path(args.shared)
-    RESULTS = WORK / "results" / ("-".join(args.trials) or args.command)
+    RESULTS = WORK / "results" / f"{'-'.join(args.trials) or args.command}-s{args.seeds}"
     if args.command == "prepare":
         prepare(WORK)
         return

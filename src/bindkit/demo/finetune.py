@@ -558,7 +558,7 @@ def relation_negative(
 
 
 def relation_triplets(
-    examples: list[Any], seed: int = 0, negate: bool = False
+    examples: list[Any], seed: int = 0, negate: bool = False, listed: bool = False
 ) -> list[dict[str, Any]]:
     """One triplet per example whose caption has fillers and a relation: the query is the
     caption, the positive the caption without its fillers (:func:`filler_free`: every
@@ -568,7 +568,9 @@ def relation_triplets(
     What paraphrase triplets cannot teach: a changed relation or verb moves a caption further
     than dropping its asides does (SugarCrepe++'s replace_rel, in the template's own words).
     ``negate``: the negative is the caption with one verb negated instead (:data:`NEGATIONS`,
-    "sat" → "did not sit"), so that a negation is no aside either.
+    "sat" → "did not sit"), so that a negation is no aside either. ``listed``: the positive is
+    the caption's :func:`paraphrase` instead (its pairs listed in its scene: few shared words,
+    as in the paraphrase triplets), which the contradicted caption must not beat.
 
     Example:
         >>> from bindkit.synth.example import Example
@@ -584,12 +586,13 @@ def relation_triplets(
     rng = random.Random(f"{seed}/{kind}-triplets")
     rows = []
     for example in examples:
-        positive = filler_free(example)
-        if positive is None:
+        kept = filler_free(example)
+        if kept is None:
             continue
-        negative = relation_negative(example.positive, rng, protected=positive, contrasts=contrasts)
+        negative = relation_negative(example.positive, rng, protected=kept, contrasts=contrasts)
         if negative is None:
             continue
+        positive = paraphrase(example, rng) if listed else kept
         rows.append(
             {
                 "query": example.positive,
@@ -657,6 +660,7 @@ MIXES = {
     "fullpararel": ("full", "paraphrase", "relation"),
     "fullpararelneg": ("full", "paraphrase", "relation", "negation"),
     "fullparaneg": ("full", "paraphrase", "negation"),
+    "fullpararelnegL": ("full", "paraphrase", "relationL", "negationL"),
     "fullparapredrelneg": ("full", "paraphrase", "predication", "relation", "negation"),
     "fullparasyn": ("full", "paraphrase", "synonym"),
     "fullparasynrelneg": ("full", "paraphrase", "synonym", "relation", "negation"),
@@ -688,6 +692,8 @@ def training_triplets(examples: list[Any], seed: int = 0, mix: str = MIX) -> lis
         "restatement": lambda: restatement_triplets(examples),
         "relation": lambda: relation_triplets(examples, seed),
         "negation": lambda: relation_triplets(examples, seed, negate=True),
+        "relationL": lambda: relation_triplets(examples, seed, listed=True),
+        "negationL": lambda: relation_triplets(examples, seed, negate=True, listed=True),
         "predication": lambda: predication_triplets(examples, seed),
         "synonym": lambda: synonym_triplets(examples, seed),
     }
@@ -710,6 +716,9 @@ KIND_TEXT = {
     "in its scene, vs the caption's own swap)",
     "synonym": "synonym triplets (its caption → the caption without its asides, its relations "
     "reworded, vs the caption's own swap)",
+    "relationL": "relation triplets with listed positives (its caption → its pairs listed in "
+    "its scene vs the caption with one relation contradicted)",
+    "negationL": "negation triplets with listed positives",
     "negation": "negation triplets (its caption → the caption without its asides vs the caption "
     "with one verb negated: a negation is no aside)",
 }
