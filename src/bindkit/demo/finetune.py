@@ -39,7 +39,7 @@ BATCH = 32
 MARGIN = 0.05
 STEPS = 200  # optimizer steps (6,400 training triplets): the CPU budget
 LINES_ALPHA = 1.0  # LiNeS α of the shipped adapter, chosen on the search's dev panel
-MIX = "fullpararelneg"  # the training triplets (MIXES) of the NoOverlap train split
+MIX = "fullpararelnegL"  # the training triplets (MIXES) of the NoOverlap train split
 PRESERVATION = "ctxgen"  # the preservation set (PRESERVATION_SETS) of the `preserve` run
 PRESERVE_WEIGHT = 0.5  # the default --preserve-weight
 TRAIN = "demo-train.jsonl"
@@ -718,7 +718,8 @@ KIND_TEXT = {
     "reworded, vs the caption's own swap)",
     "relationL": "relation triplets with listed positives (its caption → its pairs listed in "
     "its scene vs the caption with one relation contradicted)",
-    "negationL": "negation triplets with listed positives",
+    "negationL": "negation triplets with listed positives (its caption → its pairs listed in its "
+    "scene vs the caption with one verb negated: a contradiction is further than an omission)",
     "negation": "negation triplets (its caption → the caption without its asides vs the caption "
     "with one verb negated: a negation is no aside)",
 }
