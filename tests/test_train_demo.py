@@ -148,6 +148,30 @@ def test_relation_triplets_drop_asides_and_contradict_one_relation() -> None:
     assert relation_triplets(examples, seed=4) != rows
 
 
+@pytest.mark.parametrize("negate", [False, True])
+def test_listed_relation_triplets_take_the_paraphrase_as_positive(negate: bool) -> None:
+    from bindkit.demo.finetune import NEGATIONS
+
+    examples = _examples(80)
+    rows = relation_triplets(examples, seed=3, negate=negate, listed=True)
+    plain = relation_triplets(examples, seed=3, negate=negate)
+    assert [r["query"] for r in rows] == [r["query"] for r in plain] and rows
+    by_caption = {e.positive: e for e in examples}
+    contrasts = NEGATIONS if negate else RELATION_CONTRASTS
+    for row in rows:
+        example = by_caption[row["query"]]
+        assert row["negative_kind"] == ("negation" if negate else "relation")
+        # the positive lists every pair (distractors too) in the caption's scene
+        listed, _, scene = row["positive"].rstrip(".").partition(", in ")
+        listed = listed[0].lower() + listed[1:]
+        assert _pairs(listed) == _grouped([*example.bindings, *example.distractors]), row
+        assert scene == (example.targets.get("context") or ""), row
+        # the negative: the caption with one relation (or verb) contradicted
+        assert any(
+            _replace_one(row["query"], old, new, row["negative"]) for old, new in contrasts.items()
+        ), row
+
+
 def _replace_one(text: str, old: str, new: str, want: str) -> str | None:
     """``want`` if replacing one whole-word occurrence of ``old`` in ``text`` gives it."""
     for match in re.finditer(rf"\b{re.escape(old)}\b", text):
