@@ -402,16 +402,7 @@ def restatement_triplets(examples: list[Any]) -> list[dict[str, Any]]:
         positive = restatement(example)
         if positive is None:
             continue
-        for kind in ("attribute", "object"):
-            rows.append(
-                {
-                    "query": example.positive,
-                    "positive": positive,
-                    "negative": example.negatives[kind],
-                    "type": example.type,
-                    "negative_kind": kind,
-                }
-            )
+        rows += [_swap_row(example, kind, positive) for kind in SWAP_KINDS]
     return rows
 
 
@@ -522,19 +513,11 @@ def synonym_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]
     rng = random.Random(f"{seed}/synonym-triplets")
     rows = []
     for example in examples:
-        positive = synonymous(filler_free(example) or example.positive, rng)
-        if positive == example.positive or positive == (filler_free(example) or ""):
+        kept = filler_free(example) or example.positive
+        positive = synonymous(kept, rng)
+        if positive == kept:  # no relation word to reword
             continue
-        for kind in ("attribute", "object"):
-            rows.append(
-                {
-                    "query": example.positive,
-                    "positive": positive,
-                    "negative": example.negatives[kind],
-                    "type": example.type,
-                    "negative_kind": kind,
-                }
-            )
+        rows += [_swap_row(example, kind, positive) for kind in SWAP_KINDS]
     return rows
 
 
@@ -615,19 +598,25 @@ def _reworded_triplets(
     examples: list[Any], reword: Any, rng: random.Random
 ) -> list[dict[str, Any]]:
     """Per example and swap kind: its caption → ``reword(example, rng)`` vs its own swap."""
-    rows = []
-    for example in examples:
-        for kind in ("attribute", "object"):
-            rows.append(
-                {
-                    "query": example.positive,
-                    "positive": reword(example, rng),
-                    "negative": example.negatives[kind],
-                    "type": example.type,
-                    "negative_kind": kind,
-                }
-            )
-    return rows
+    return [
+        _swap_row(example, kind, reword(example, rng))
+        for example in examples
+        for kind in SWAP_KINDS
+    ]
+
+
+SWAP_KINDS = ("attribute", "object")
+
+
+def _swap_row(example: Any, kind: str, positive: str) -> dict[str, Any]:
+    """A caption-to-caption triplet: the example's caption → ``positive`` vs its ``kind`` swap."""
+    return {
+        "query": example.positive,
+        "positive": positive,
+        "negative": example.negatives[kind],
+        "type": example.type,
+        "negative_kind": kind,
+    }
 
 
 def paraphrase_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
