@@ -241,6 +241,10 @@ class TripletHingeLoss(nn.Module):  # type: ignore[misc]  # torch is untyped her
     ) -> Tensor:
         return self.compute_loss_from_embeddings(query, positive, negative, global_rows)
 
+    def share(self, loss: Tensor) -> Tensor:
+        """This rank's part of the global loss value: the loss already is its share."""
+        return loss
+
 
 class TripletInfoNCELoss(nn.Module):  # type: ignore[misc]
     """InfoNCE over (query, positive, negative) rows with in-batch negatives

@@ -85,8 +85,7 @@ class TripletObjective:
         return self.loss_fn(query, positive, negative, global_rows)
 
     def share(self, loss: Any) -> Any:
-        share = getattr(self.loss_fn, "share", None)
-        return loss if share is None else share(loss)
+        return self.loss_fn.share(loss)
 
     def named(self, embeddings: list[Any], batch: Batch) -> dict[str, Any]:
         return dict(
