@@ -1316,6 +1316,16 @@ S28_ROWS = [
     C("s28_dm03", "demo finetune --model bow --out d", "", 2, "invalid choice: 'bow'"),
 ]
 
+# stop 29: the triplet loss choice and its temperature, the demo's preservation weight
+S29_ROWS = [
+    C("s29_tr01", f"{TT} --loss bogus", "trip:good.jsonl", 2, "invalid choice: 'bogus'", absent=("tr",)),
+    C("s29_tr02", f"{TT} --loss infonce --temperature 0", "trip:good.jsonl", 2, "--temperature 0.0: give a finite number in (0, 10]", absent=("tr",)),
+    C("s29_tr03", f"{TT} --loss infonce --temperature nan", "trip:good.jsonl", 2, "--temperature nan: give a finite number in (0, 10]"),
+    C("s29_tr04", f"{TT} --loss infonce --temperature inf", "trip:good.jsonl", 2, "--temperature inf: give a finite number in (0, 10]"),
+    C("s29_dm01", "demo finetune --out d --preserve-weight nan", "", 2, "--preserve-weight nan: must be from 0 to 1000", absent=("d",)),
+    C("s29_dm02", "demo finetune --out d --preserve-weight -1", "", 2, "--preserve-weight -1: must be from 0 to 1000", absent=("d",)),
+]
+
 TOP_ROWS = [
     C("top01", "", "", 2, "usage: bindkit"),
     C("top02", "evall --model bow", "", 2, "invalid choice: 'evall'"),
@@ -1352,6 +1362,7 @@ ROWS: list[Case] = [
     *I21_SYNTH,
     *I21_DEMO,
     *S28_ROWS,
+    *S29_ROWS,
 ]
 INPUTS = ("saber", "vocab", "trip", "sts", "synth", "a", "b", "d2", "big.jsonl", "c.sqlite")
 
