@@ -15,6 +15,8 @@ from bindkit.demo.finetune import (
     RELATION_CONTRASTS,
     DemoOptions,
     context_sentences,
+    everyday_scene,
+    everyday_triplets,
     filler_free,
     generic_sentences,
     list_triplets,
@@ -23,6 +25,7 @@ from bindkit.demo.finetune import (
     relation_triplets,
     restatement_triplets,
     synonym_triplets,
+    without_attribute,
 )
 from bindkit.errors import BindkitError
 
@@ -355,3 +358,98 @@ def test_training_triplets_mix_full_captions_and_paraphrases() -> None:
     kinds = Counter("paraphrase" if r["query"] in captions else "full" for r in rows)
     assert kinds["paraphrase"] > len(rows) / 4 and kinds["full"] > len(rows) / 4, kinds
     assert all(r in full for r in rows if r["query"] not in captions)
+
+
+def _grams(text: str) -> set[str]:
+    words = re.findall(r"[a-z-]+", text.lower())
+    return {" ".join(words[i : i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)}
+
+
+def test_everyday_scenes_swap_two_contradicting_attributes_and_reorder_the_paraphrase() -> None:
+    import random
+
+    from bindkit.demo import finetune
+
+    rng = random.Random(0)
+    for _ in range(300):
+        caption, para, swap = everyday_scene(rng)
+        assert caption != swap
+        assert Counter(caption.lower().split()) == Counter(swap.lower().split())
+        changed = [a for a, b in zip(caption.split(), swap.split(), strict=True) if a != b]
+        changed = [w for w in changed if w.lower() not in ("a", "an")]  # articles follow
+        first, second = changed  # exactly the two attribute slots trade places
+        pair = {first, second}
+        assert pair <= set(finetune._EVERYDAY_COLORS) or any(
+            pair <= set(group)
+            for group in (
+                *finetune._EVERYDAY_STATES,
+                (*finetune._EVERYDAY_BIG, *finetune._EVERYDAY_SMALL),
+                finetune._EVERYDAY_MATERIALS,
+            )
+        ), pair
+        if pair <= {*finetune._EVERYDAY_BIG, *finetune._EVERYDAY_SMALL}:
+            assert len(pair & set(finetune._EVERYDAY_BIG)) == 1  # never two near-synonyms
+        assert {first, second} <= set(para.rstrip(".").replace(",", "").split())
+        assert Counter(para.lower().split()) != Counter(caption.lower().split())
+
+
+def test_everyday_paraphrases_keep_the_bindings_the_swap_breaks() -> None:
+    import random
+
+    rng = random.Random(1)
+    for _ in range(200):
+        caption, para, swap = everyday_scene(rng)
+        a, b = (
+            w
+            for w, v in zip(caption.split(), swap.split(), strict=True)
+            if w != v and w.lower() not in ("a", "an")
+        )
+        subject_noun = caption.split()[caption.split().index(a) + 1]  # "white shirt"/"white dog"
+        thing = caption.split()[caption.split().index(b) + 1]
+        text = para.rstrip(".").replace(",", "")
+        assert re.search(rf"\b{a} {subject_noun}\b|\b{subject_noun} that is {a}\b", text), para
+        assert re.search(rf"\b{b} {thing}\b|\b{thing} that is {b}\b", text), para
+        assert not re.search(rf"\b{b} {subject_noun}\b|\b{a} {thing}\b", text), para
+
+
+def test_everyday_triplets_run_both_directions_without_saber_words() -> None:
+    from bindkit.synth.splits import saber_words
+
+    rows = everyday_triplets(400, seed=3)
+    assert len(rows) == 800 and len({r["query"] for r in rows[::2]}) == 400
+    for there, back in zip(rows[::2], rows[1::2], strict=True):
+        assert (there["query"], there["positive"]) == (back["positive"], back["query"])
+        assert there["negative"] == back["negative"] != there["query"]
+    vocabulary = saber_words(None)
+    assert not {
+        g for r in rows for k in ("query", "positive", "negative") for g in _grams(r[k])
+    } & (vocabulary)
+    assert everyday_triplets(50, seed=3) == everyday_triplets(50, seed=3)
+    assert everyday_triplets(50, seed=3) != everyday_triplets(50, seed=4)
+
+
+def test_omission_rows_drop_one_swapped_attribute_and_fit_the_article() -> None:
+    rows = everyday_triplets(300, seed=5, omit=True)
+    assert len(rows) == 900
+    plain = everyday_triplets(300, seed=5)
+    assert [r for i, r in enumerate(rows) if i % 3 != 2] == plain  # the other rows unchanged
+    dropped = Counter()
+    for row in rows[2::3]:
+        caption, shorter, swap = row["query"], row["positive"], row["negative"]
+        left = Counter(caption.lower().split()) - Counter(shorter.lower().split())
+        (word,) = [w for w in left if w not in ("a", "an")]  # one attribute, nothing else
+        assert word in set(caption.split()) - {"a", "an"} and word not in shorter.split()
+        assert Counter(caption.split()) != Counter(swap.split()) or caption != swap
+        for article, noun in re.findall(r"\b([Aa]n?) (\w)", shorter):
+            assert (article.lower() == "an") == (noun in "aeiou"), shorter
+        first = [w for w, v in zip(caption.split(), swap.split(), strict=True) if w != v]
+        first = [w for w in first if w.lower() not in ("a", "an")]
+        dropped[first.index(word)] += 1
+    assert dropped[0] > 100 and dropped[1] > 100  # either attribute, at random
+
+
+def test_without_attribute_fits_the_article_of_the_next_word() -> None:
+    caption = "An orange goat is watching an old barrel."
+    swap = "An old goat is watching an orange barrel."
+    assert without_attribute(caption, swap, 0) == "A goat is watching an old barrel."
+    assert without_attribute(caption, swap, 1) == "An orange goat is watching a barrel."

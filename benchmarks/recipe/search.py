@@ -161,6 +161,54 @@ TRIALS: dict[str, dict[str, Any]] = {
         "weight": 1.0,
         "steps": 200,
     },
+    # session 4: the preservation weight below 0.5, the plain run of the same mix, and the
+    # plain and preserved adapters averaged in weight space (the front between them)
+    "fullpararelnegL-plain-200": {"data": "fullpararelnegL", "preserve": None, "steps": 200},
+    **{
+        f"fullpararelnegL-ctxgen-w{w}-200": {
+            "data": "fullpararelnegL",
+            "preserve": "ctxgen",
+            "weight": w,
+            "steps": 200,
+        }
+        for w in (0.2, 0.1, 0.05)
+    },
+    # everyday binding scenes (demo.finetune.everyday_triplets) mixed in: 1/7 and 1/4 of rows
+    **{
+        f"fullpararelneg{mix}-ctxgen-w0.5-200": {
+            "data": f"fullpararelneg{mix}",
+            "preserve": "ctxgen",
+            "weight": 0.5,
+            "steps": 200,
+        }
+        for mix in ("LE", "LE2")
+    },
+    **{
+        f"fullpararelnegLE-ctxgen-w{w}-{steps}": {
+            "data": "fullpararelnegLE",
+            "preserve": "ctxgen",
+            "weight": w,
+            "steps": steps,
+        }
+        for w, steps in ((1.0, 200), (2.0, 200), (1.0, 300))
+    },
+    # and with omission rows: the caption → the caption with one attribute dropped vs the swap
+    **{
+        f"fullpararelnegLEO-ctxgen-w{w}-{steps}": {
+            "data": "fullpararelnegLEO",
+            "preserve": "ctxgen",
+            "weight": w,
+            "steps": steps,
+        }
+        for w, steps in ((1.0, 200), (2.0, 200), (1.0, 300))
+    },
+    **{
+        f"interpL-plain{w}": {
+            "interp": ("fullpararelnegL-plain-200", "fullpararelnegL-ctxgen-w0.5-200"),
+            "weights": (w, 1 - w),
+        }
+        for w in (0.2, 0.35, 0.5)
+    },
 }
 
 
