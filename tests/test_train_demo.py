@@ -25,6 +25,7 @@ from bindkit.demo.finetune import (
     relation_triplets,
     restatement_triplets,
     synonym_triplets,
+    with_attribute_replaced,
     without_attribute,
 )
 from bindkit.errors import BindkitError
@@ -453,3 +454,55 @@ def test_without_attribute_fits_the_article_of_the_next_word() -> None:
     swap = "An old goat is watching an orange barrel."
     assert without_attribute(caption, swap, 0) == "A goat is watching an old barrel."
     assert without_attribute(caption, swap, 1) == "An orange goat is watching a barrel."
+
+
+def test_replacement_rows_contradict_one_attribute_and_keep_the_paraphrase() -> None:
+    from bindkit.demo import finetune
+
+    rows = everyday_triplets(300, seed=6, omit=True, replace=True)
+    assert len(rows) == 1200
+    assert [r for i, r in enumerate(rows) if i % 4 != 3] == everyday_triplets(300, 6, omit=True)
+    sizes = (set(finetune._EVERYDAY_BIG), set(finetune._EVERYDAY_SMALL))
+    which = Counter()
+    for there, row in zip(rows[::4], rows[3::4], strict=True):
+        caption, para, changed = row["query"], row["positive"], row["negative"]
+        assert (caption, para) == (there["query"], there["positive"])
+        diff = [
+            (a, b)
+            for a, b in zip(caption.split(), changed.split(), strict=True)
+            if a != b and a.lower() not in ("a", "an")
+        ]
+        ((old, new),) = diff  # one attribute, in place
+        swapped = [
+            w
+            for w, v in zip(caption.split(), there["negative"].split(), strict=True)
+            if w != v and w.lower() not in ("a", "an")
+        ]
+        which[swapped.index(old)] += 1
+        if old in finetune._EVERYDAY_COLORS:
+            assert new in finetune._EVERYDAY_COLORS and new not in swapped
+        elif any(old in group for group in sizes):
+            assert not any({old, new} <= group for group in sizes)  # the opposite size
+        elif old in finetune._EVERYDAY_MATERIALS:
+            assert new in finetune._EVERYDAY_MATERIALS and new not in swapped
+        else:
+            assert (old, new) in finetune._EVERYDAY_STATES or (new, old) in (
+                finetune._EVERYDAY_STATES
+            )
+        for article, noun in re.findall(r"\b([Aa]n?) (\w)", changed):
+            assert (article.lower() == "an") == (noun in "aeiou"), changed
+    assert which[0] > 100 and which[1] > 100
+
+
+def test_with_attribute_replaced_contradicts_the_chosen_attribute() -> None:
+    import random
+
+    caption = "A man in an old shirt is pushing a new cart."
+    swap = "A man in a new shirt is pushing an old cart."
+    rng = random.Random(0)
+    assert with_attribute_replaced(caption, swap, 0, rng) == (
+        "A man in a new shirt is pushing a new cart."
+    )
+    assert with_attribute_replaced(caption, swap, 1, rng) == (
+        "A man in an old shirt is pushing an old cart."
+    )

@@ -202,6 +202,16 @@ TRIALS: dict[str, dict[str, Any]] = {
         }
         for w, steps in ((1.0, 200), (2.0, 200), (1.0, 300))
     },
+    # and with replacement rows: the caption → its paraphrase vs one attribute contradicted
+    **{
+        f"fullpararelnegLEOR-ctxgen-w{w}-300": {
+            "data": "fullpararelnegLEOR",
+            "preserve": "ctxgen",
+            "weight": w,
+            "steps": 300,
+        }
+        for w in (1.0, 2.0)
+    },
     **{
         f"interpL-plain{w}": {
             "interp": ("fullpararelnegL-plain-200", "fullpararelnegL-ctxgen-w0.5-200"),

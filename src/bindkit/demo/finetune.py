@@ -799,12 +799,54 @@ def without_attribute(caption: str, swap: str, which: int) -> str:
     return " ".join(words)
 
 
-def everyday_triplets(count: int, seed: int = 0, omit: bool = False) -> list[dict[str, Any]]:
+def _contradicting(word: str, other: str, rng: random.Random) -> str:
+    """An attribute that contradicts ``word``, from its group (:func:`_everyday_attributes`):
+    another colour or material than ``word`` and ``other``, a size of the opposite kind, the
+    opposite state."""
+    for group in (_EVERYDAY_COLORS, _EVERYDAY_MATERIALS):
+        if word in group:
+            return rng.choice([w for w in group if w not in (word, other)])
+    if word in _EVERYDAY_BIG or word in _EVERYDAY_SMALL:
+        opposite = _EVERYDAY_SMALL if word in _EVERYDAY_BIG else _EVERYDAY_BIG
+        return rng.choice([w for w in opposite if w != other] or list(opposite))
+    return next(b if a == word else a for a, b in _EVERYDAY_STATES if word in (a, b))
+
+
+def with_attribute_replaced(caption: str, swap: str, which: int, rng: random.Random) -> str:
+    """``caption`` with one of the two attributes its ``swap`` trades (``which`` 0: the first,
+    1: the second) replaced by one that contradicts it (:func:`_contradicting`), its article
+    fitted: SugarCrepe++'s replace_att in everyday words.
+
+    Example:
+        >>> with_attribute_replaced("A man in an old shirt is pushing a new cart.",
+        ...                         "A man in a new shirt is pushing an old cart.", 1,
+        ...                         random.Random(0))
+        'A man in an old shirt is pushing an old cart.'
+    """
+    words, other = caption.split(), swap.split()
+    slots = [
+        i
+        for i, (a, b) in enumerate(zip(words, other, strict=True))
+        if a != b and a.lower() not in ("a", "an")
+    ]
+    i = slots[which]
+    words[i] = _contradicting(words[i], words[slots[1 - which]], rng)
+    if i > 0 and words[i - 1].lower() in ("a", "an"):
+        article = _article(words[i])
+        words[i - 1] = article.capitalize() if words[i - 1][0].isupper() else article
+    return " ".join(words)
+
+
+def everyday_triplets(
+    count: int, seed: int = 0, omit: bool = False, replace: bool = False
+) -> list[dict[str, Any]]:
     """``2 · count`` triplets from ``count`` distinct everyday scenes (:func:`everyday_scene`),
     SugarCrepe++'s text-only test in both directions: the caption → its paraphrase vs its
     attribute swap, and the paraphrase → the caption vs the swap. ``omit`` adds a third per
     scene: the caption → the caption with one attribute dropped (:func:`without_attribute`)
     vs the swap, so that a detail left out moves a sentence less than a binding changed.
+    ``replace`` adds another: the caption → its paraphrase vs the caption with one attribute
+    replaced by a contradicting one (:func:`with_attribute_replaced`).
 
     Example:
         >>> rows = everyday_triplets(3)
@@ -813,6 +855,7 @@ def everyday_triplets(count: int, seed: int = 0, omit: bool = False) -> list[dic
     """
     rng = random.Random(f"{seed}/everyday-triplets")
     drops = random.Random(f"{seed}/everyday-omit")
+    changes = random.Random(f"{seed}/everyday-replace")
     seen: dict[str, tuple[str, str]] = {}
     while len(seen) < count:
         caption, para, swap = everyday_scene(rng)
@@ -820,14 +863,18 @@ def everyday_triplets(count: int, seed: int = 0, omit: bool = False) -> list[dic
     rows = []
     for caption, (para, swap) in seen.items():
         pairs = [(caption, para), (para, caption)]
+        triples = [(query, positive, swap) for query, positive in pairs]
         if omit:
-            pairs.append((caption, without_attribute(caption, swap, drops.randrange(2))))
-        for query, positive in pairs:
+            triples.append((caption, without_attribute(caption, swap, drops.randrange(2)), swap))
+        if replace:
+            changed = with_attribute_replaced(caption, swap, changes.randrange(2), changes)
+            triples.append((caption, para, changed))
+        for query, positive, negative in triples:
             rows.append(
                 {
                     "query": query,
                     "positive": positive,
-                    "negative": swap,
+                    "negative": negative,
                     "type": "everyday",
                     "negative_kind": "everyday",
                 }
@@ -850,6 +897,7 @@ MIXES = {
     "fullpararelnegLE": ("full", "paraphrase", "relationL", "negationL", "everyday"),
     "fullpararelnegLE2": ("full", "paraphrase", "relationL", "negationL", "everyday2"),
     "fullpararelnegLEO": ("full", "paraphrase", "relationL", "negationL", "everydayO"),
+    "fullpararelnegLEOR": ("full", "paraphrase", "relationL", "negationL", "everydayOR"),
 }
 
 
@@ -885,6 +933,7 @@ def training_triplets(examples: list[Any], seed: int = 0, mix: str = MIX) -> lis
         "everyday": lambda: everyday_triplets(len(examples) // 2, seed),
         "everyday2": lambda: everyday_triplets(len(examples), seed),
         "everydayO": lambda: everyday_triplets(len(examples) // 3, seed, omit=True),
+        "everydayOR": lambda: everyday_triplets(len(examples) // 3, seed, omit=True, replace=True),
     }
     full = triplets(examples)
     rows = [row for kind in MIXES[mix] for row in makers[kind]()]
@@ -920,6 +969,12 @@ KIND_TEXT = {
     "and → the caption with one attribute dropped vs the swap: a detail left out moves a "
     "sentence less than a binding changed; one scene per three examples, no SABER word), so "
     "that binding is not learnt as a property of the template's style",
+    "everydayOR": "everyday binding scenes (`everyday_triplets`: a caption of who does what to "
+    "what, each with an attribute → its reordered paraphrase vs its attribute swap, and back; "
+    "→ the caption with one attribute dropped vs the swap: a detail left out moves a sentence "
+    "less than a binding changed; → the paraphrase vs the caption with one attribute "
+    "contradicted; one scene per three examples, no SABER word), so that binding is not learnt "
+    "as a property of the template's style",
     "everyday2": "everyday binding scenes in both directions (`everyday_triplets`: a caption of "
     "who does what to what, each with an attribute → its reordered paraphrase vs its attribute "
     "swap, and back; one scene per example, no SABER word), so that binding is not learnt as a "
