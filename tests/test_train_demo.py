@@ -356,9 +356,12 @@ def test_training_triplets_mix_full_captions_and_paraphrases() -> None:
     full = triplets(examples)
     assert len(rows) == len(full)
     captions = {e.positive for e in examples}
-    kinds = Counter("paraphrase" if r["query"] in captions else "full" for r in rows)
+    template = [r for r in rows if r["type"] != "everyday"]
+    kinds = Counter("paraphrase" if r["query"] in captions else "full" for r in template)
     assert kinds["paraphrase"] > len(rows) / 4 and kinds["full"] > len(rows) / 4, kinds
-    assert all(r in full for r in rows if r["query"] not in captions)
+    assert all(r in full for r in template if r["query"] not in captions)
+    everyday = len(rows) - len(template)  # the default mix: one scene per three examples
+    assert len(rows) / 12 < everyday < len(rows) / 4, everyday
 
 
 def _grams(text: str) -> set[str]:

@@ -2,7 +2,8 @@
 
 Steps: (1) ``bindkit synth`` template examples and their standard split set; the training
 examples are the train split after NoOverlap against the packaged SABER vocabulary, as
-full-caption, paraphrase, relation and negation triplets (:func:`training_triplets`); (2)
+full-caption, paraphrase, relation and negation triplets, with everyday binding scenes mixed in
+(:func:`training_triplets`, :func:`everyday_triplets`); (2)
 preservation sentences: the scene contexts of those training captions and as many everyday
 sentences without adjectives (:func:`preservation_sentences`), whose base-model embeddings are
 distilled into each batch; (3) two trainings (with preservation, and plain as the comparison
@@ -37,11 +38,11 @@ MODEL = "st:default"
 LR = 2e-3
 BATCH = 32
 MARGIN = 0.05
-STEPS = 200  # optimizer steps (6,400 training triplets): the CPU budget
+STEPS = 300  # optimizer steps (9,600 training triplets): the CPU budget
 LINES_ALPHA = 1.0  # LiNeS α of the shipped adapter, chosen on the search's dev panel
-MIX = "fullpararelnegL"  # the training triplets (MIXES) of the NoOverlap train split
+MIX = "fullpararelnegLEOR"  # the training triplets (MIXES): NoOverlap train split + everyday
 PRESERVATION = "ctxgen"  # the preservation set (PRESERVATION_SETS) of the `preserve` run
-PRESERVE_WEIGHT = 0.5  # the default --preserve-weight
+PRESERVE_WEIGHT = 1.0  # the default --preserve-weight
 TRAIN = "demo-train.jsonl"
 PRESERVE = "preserve.jsonl"
 STAMP = "demo-run.json"  # what a run was made from, so that a rerun can reuse or resume it
