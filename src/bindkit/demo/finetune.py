@@ -777,6 +777,22 @@ def everyday_scene(rng: random.Random) -> tuple[str, str, str]:
     return tuple(t[0].upper() + t[1:] + "." for t in texts)  # type: ignore[return-value]
 
 
+def _attribute_slots(caption: str, swap: str) -> list[int]:
+    """The word positions of the two attributes that ``swap`` trades in ``caption``."""
+    return [
+        i
+        for i, (a, b) in enumerate(zip(caption.split(), swap.split(), strict=True))
+        if a != b and a.lower() not in ("a", "an")
+    ]
+
+
+def _fit_article(words: list[str], i: int) -> None:
+    """Make the article before ``words[i]`` (if any) "a" or "an" as ``words[i]`` needs."""
+    if i > 0 and words[i - 1].lower() in ("a", "an"):
+        article = _article(words[i])
+        words[i - 1] = article.capitalize() if words[i - 1][0].isupper() else article
+
+
 def without_attribute(caption: str, swap: str, which: int) -> str:
     """``caption`` with one of the two attributes its ``swap`` trades dropped (``which`` 0: the
     first, 1: the second), its article fitted to the next word.
@@ -786,17 +802,10 @@ def without_attribute(caption: str, swap: str, which: int) -> str:
         ...                   "A man in a gray shirt is pushing an orange cart.", 0)
         'A man in a shirt is pushing a gray cart.'
     """
-    words, other = caption.split(), swap.split()
-    slots = [
-        i
-        for i, (a, b) in enumerate(zip(words, other, strict=True))
-        if a != b and a.lower() not in ("a", "an")
-    ]
+    words, slots = caption.split(), _attribute_slots(caption, swap)
     i = slots[which]
     del words[i]
-    if i > 0 and words[i - 1].lower() in ("a", "an"):
-        article = _article(words[i])
-        words[i - 1] = article.capitalize() if words[i - 1][0].isupper() else article
+    _fit_article(words, i)
     return " ".join(words)
 
 
@@ -824,17 +833,10 @@ def with_attribute_replaced(caption: str, swap: str, which: int, rng: random.Ran
         ...                         random.Random(0))
         'A man in an old shirt is pushing an old cart.'
     """
-    words, other = caption.split(), swap.split()
-    slots = [
-        i
-        for i, (a, b) in enumerate(zip(words, other, strict=True))
-        if a != b and a.lower() not in ("a", "an")
-    ]
+    words, slots = caption.split(), _attribute_slots(caption, swap)
     i = slots[which]
     words[i] = _contradicting(words[i], words[slots[1 - which]], rng)
-    if i > 0 and words[i - 1].lower() in ("a", "an"):
-        article = _article(words[i])
-        words[i - 1] = article.capitalize() if words[i - 1][0].isupper() else article
+    _fit_article(words, i)
     return " ".join(words)
 
 
