@@ -164,53 +164,25 @@ TRIALS: dict[str, dict[str, Any]] = {
     # session 4: the preservation weight below 0.5, the plain run of the same mix, and the
     # plain and preserved adapters averaged in weight space (the front between them)
     "fullpararelnegL-plain-200": {"data": "fullpararelnegL", "preserve": None, "steps": 200},
+    # everyday binding scenes (demo.finetune.everyday_triplets) mixed in: LE 1/7 of the rows,
+    # LE2 1/4; LEO adds omission rows (the caption → it with one attribute dropped vs the swap),
+    # LEOR replacement rows too (the caption → its paraphrase vs one attribute contradicted)
     **{
-        f"fullpararelnegL-ctxgen-w{w}-200": {
-            "data": "fullpararelnegL",
-            "preserve": "ctxgen",
-            "weight": w,
-            "steps": 200,
-        }
-        for w in (0.2, 0.1, 0.05)
-    },
-    # everyday binding scenes (demo.finetune.everyday_triplets) mixed in: 1/7 and 1/4 of rows
-    **{
-        f"fullpararelneg{mix}-ctxgen-w0.5-200": {
+        f"fullpararelneg{mix}-ctxgen-w{w}-{steps}": {
             "data": f"fullpararelneg{mix}",
             "preserve": "ctxgen",
-            "weight": 0.5,
-            "steps": 200,
-        }
-        for mix in ("LE", "LE2")
-    },
-    **{
-        f"fullpararelnegLE-ctxgen-w{w}-{steps}": {
-            "data": "fullpararelnegLE",
-            "preserve": "ctxgen",
             "weight": w,
             "steps": steps,
         }
-        for w, steps in ((1.0, 200), (2.0, 200), (1.0, 300))
-    },
-    # and with omission rows: the caption → the caption with one attribute dropped vs the swap
-    **{
-        f"fullpararelnegLEO-ctxgen-w{w}-{steps}": {
-            "data": "fullpararelnegLEO",
-            "preserve": "ctxgen",
-            "weight": w,
-            "steps": steps,
-        }
-        for w, steps in ((1.0, 200), (2.0, 200), (1.0, 300))
-    },
-    # and with replacement rows: the caption → its paraphrase vs one attribute contradicted
-    **{
-        f"fullpararelnegLEOR-ctxgen-w{w}-300": {
-            "data": "fullpararelnegLEOR",
-            "preserve": "ctxgen",
-            "weight": w,
-            "steps": 300,
-        }
-        for w in (1.0, 2.0)
+        for mix, w, steps in (
+            *(("L", w, 200) for w in (0.2, 0.1, 0.05)),
+            ("LE", 0.5, 200),
+            ("LE2", 0.5, 200),
+            *(("LE", w, steps) for w, steps in ((1.0, 200), (2.0, 200), (1.0, 300))),
+            *(("LEO", w, steps) for w, steps in ((1.0, 200), (2.0, 200), (1.0, 300))),
+            ("LEOR", 1.0, 300),
+            ("LEOR", 2.0, 300),
+        )
     },
     **{
         f"interpL-plain{w}": {

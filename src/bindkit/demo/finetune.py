@@ -865,8 +865,7 @@ def everyday_triplets(
         seen.setdefault(caption, (para, swap))
     rows = []
     for caption, (para, swap) in seen.items():
-        pairs = [(caption, para), (para, caption)]
-        triples = [(query, positive, swap) for query, positive in pairs]
+        triples = [(caption, para, swap), (para, caption, swap)]
         if omit:
             triples.append((caption, without_attribute(caption, swap, drops.randrange(2)), swap))
         if replace:
@@ -944,6 +943,11 @@ def training_triplets(examples: list[Any], seed: int = 0, mix: str = MIX) -> lis
     return rows[: len(full)]
 
 
+_OMISSION_TEXT = (
+    "; → the caption with one attribute dropped vs the swap: a detail left out moves a "
+    "sentence less than a binding changed"
+)
+_REPLACEMENT_TEXT = "; → the paraphrase vs the caption with one attribute contradicted"
 KIND_TEXT = {
     "paraphrase": "paraphrase triplets (its caption → its pairs listed in its scene vs the "
     "caption's own swap, which shares almost every word with the query: word overlap points "
@@ -963,25 +967,19 @@ KIND_TEXT = {
     "scene vs the caption with one verb negated: a contradiction is further than an omission)",
     "negation": "negation triplets (its caption → the caption without its asides vs the caption "
     "with one verb negated: a negation is no aside)",
-    "everyday": "everyday binding scenes in both directions (`everyday_triplets`: a caption of "
-    "who does what to what, each with an attribute → its reordered paraphrase vs its attribute "
-    "swap, and back; one scene per two examples, no SABER word), so that binding is not learnt "
-    "as a property of the template's style",
-    "everydayO": "everyday binding scenes (`everyday_triplets`: a caption of who does what to "
-    "what, each with an attribute → its reordered paraphrase vs its attribute swap, and back, "
-    "and → the caption with one attribute dropped vs the swap: a detail left out moves a "
-    "sentence less than a binding changed; one scene per three examples, no SABER word), so "
-    "that binding is not learnt as a property of the template's style",
-    "everydayOR": "everyday binding scenes (`everyday_triplets`: a caption of who does what to "
-    "what, each with an attribute → its reordered paraphrase vs its attribute swap, and back; "
-    "→ the caption with one attribute dropped vs the swap: a detail left out moves a sentence "
-    "less than a binding changed; → the paraphrase vs the caption with one attribute "
-    "contradicted; one scene per three examples, no SABER word), so that binding is not learnt "
-    "as a property of the template's style",
-    "everyday2": "everyday binding scenes in both directions (`everyday_triplets`: a caption of "
-    "who does what to what, each with an attribute → its reordered paraphrase vs its attribute "
-    "swap, and back; one scene per example, no SABER word), so that binding is not learnt as a "
-    "property of the template's style",
+    **{
+        kind: "everyday binding scenes (`everyday_triplets`: a caption of who does what to what, "
+        "each with an attribute → its reordered paraphrase vs its attribute swap, and back"
+        + extra
+        + f"; {scenes}, no SABER word), so that binding is not learnt as a property of the "
+        "template's style"
+        for kind, extra, scenes in (
+            ("everyday", "", "one scene per two examples"),
+            ("everyday2", "", "one scene per example"),
+            ("everydayO", _OMISSION_TEXT, "one scene per three examples"),
+            ("everydayOR", _OMISSION_TEXT + _REPLACEMENT_TEXT, "one scene per three examples"),
+        )
+    },
 }
 
 
