@@ -15,6 +15,7 @@ from bindkit.demo.finetune import (
     RELATION_CONTRASTS,
     DemoOptions,
     context_sentences,
+    described_sentences,
     everyday_scene,
     everyday_triplets,
     filler_free,
@@ -22,11 +23,14 @@ from bindkit.demo.finetune import (
     list_triplets,
     paraphrase_triplets,
     predication_triplets,
+    preservation_sentences,
     relation_triplets,
     restatement_triplets,
     synonym_triplets,
     with_attribute_replaced,
+    with_object_replaced,
     without_attribute,
+    without_attributes,
 )
 from bindkit.errors import BindkitError
 
@@ -236,6 +240,35 @@ def test_generic_sentences_have_no_attributes_and_are_seeded() -> None:
         assert sentence[0].isupper() and sentence.endswith(".")
         assert not set(re.findall(r"\w+", sentence.lower())) & adjectives, sentence
     assert any(" not " in s for s in sentences) and any(" while " in s for s in sentences)
+
+
+def test_described_sentences_describe_one_thing_with_one_attribute() -> None:
+    from bindkit.demo import finetune
+
+    sentences = described_sentences(300, seed=1)
+    assert len(set(sentences)) == 300 and described_sentences(300, seed=1) == sentences
+    assert described_sentences(300, seed=2) != sentences
+    attributes = set(finetune._EVERYDAY_COLORS + finetune._EVERYDAY_MATERIALS)
+    attributes |= set(finetune._EVERYDAY_BIG + finetune._EVERYDAY_SMALL)
+    attributes |= {w for pair in finetune._EVERYDAY_STATES for w in pair}
+    negated = 0
+    for sentence in sentences:
+        words = re.findall(r"\w+", sentence.lower())
+        assert sentence[0].isupper() and sentence.endswith("."), sentence
+        assert len([w for w in words if w in attributes]) == 1, sentence  # no binding to swap
+        for article, word in re.findall(r"\b([Aa]n?) (\w)", sentence):
+            assert (article.lower() == "an") == (word in "aeiou"), sentence
+        negated += " not " in sentence
+    assert 10 < negated < 60  # about one in ten
+
+
+def test_ctxgen_d_adds_as_many_described_sentences() -> None:
+    examples = _examples(60)
+    ctxgen = preservation_sentences(examples, "ctxgen")
+    with_described = preservation_sentences(examples, "ctxgenD")
+    assert len(with_described) == len(ctxgen) * 3 // 2
+    assert set(ctxgen) < set(with_described)
+    assert set(with_described) - set(ctxgen) == set(described_sentences(len(ctxgen) // 2))
 
 
 def test_context_sentences_are_the_captions_scenes() -> None:
@@ -509,3 +542,74 @@ def test_with_attribute_replaced_contradicts_the_chosen_attribute() -> None:
     assert with_attribute_replaced(caption, swap, 1, rng) == (
         "A man in an old shirt is pushing an old cart."
     )
+
+
+def test_bare_and_noun_rows_follow_the_replacement_rows_and_leave_them_unchanged() -> None:
+    from bindkit.demo import finetune
+
+    base = everyday_triplets(300, seed=7, omit=True, replace=True)
+    rows = everyday_triplets(300, seed=7, omit=True, replace=True, bare=True, replace_object=True)
+    assert len(rows) == 1800
+    assert [r for i, r in enumerate(rows) if i % 6 < 4] == base
+    nouns = [set(group) for group in finetune._EVERYDAY_NOUNS]
+    groups = Counter()
+    for there, bare, noun in zip(rows[::6], rows[4::6], rows[5::6], strict=True):
+        caption, swap = there["query"], there["negative"]
+        # bare: the caption with exactly its two swapped attributes gone, the swap as negative
+        assert (bare["query"], bare["negative"]) == (caption, swap)
+        left = Counter(caption.lower().split()) - Counter(bare["positive"].lower().split())
+        swapped = {
+            w.lower()
+            for w, v in zip(caption.split(), swap.split(), strict=True)
+            if w != v and w.lower() not in ("a", "an")
+        }
+        assert {w for w in left if w not in ("a", "an")} == swapped
+        assert sum(left[w] for w in swapped) == 2
+        # noun: the paraphrase as positive, one noun replaced by another of its group
+        assert (noun["query"], noun["positive"]) == (caption, there["positive"])
+        diff = [
+            (a.strip(".").lower(), b.strip(".").lower())
+            for a, b in zip(caption.split(), noun["negative"].split(), strict=True)
+            if a != b
+        ]
+        ((old, new),) = [(a, b) for a, b in diff if a not in ("a", "an")]
+        (group,) = [i for i, g in enumerate(nouns) if old in g]
+        assert new in nouns[group] and new not in caption.lower().split()
+        groups[group] += 1
+        for text in (bare["positive"], noun["negative"]):
+            for article, word in re.findall(r"\b([Aa]n?) (\w)", text):
+                assert (article.lower() == "an") == (word in "aeiou"), text
+    assert min(groups.values()) > 20 and len(groups) == 4  # every kind of noun, at random
+
+
+def test_without_attributes_and_with_object_replaced_fit_the_articles() -> None:
+    import random
+
+    caption = "An orange goat is watching an old barrel."
+    swap = "An old goat is watching an orange barrel."
+    assert without_attributes(caption, swap) == "A goat is watching a barrel."
+    assert with_object_replaced("A dog is chasing a white ball in the park.", random.Random(1)) == (
+        "A horse is chasing a white ball in the park."
+    )
+    replaced = {
+        with_object_replaced("A girl in a shirt is washing a bin.", random.Random(i))
+        for i in range(40)
+    }
+    assert all(text.startswith(("A ", "An ")) and text.endswith(".") for text in replaced)
+    assert all(
+        (article.lower() == "an") == (word in "aeiou")
+        for text in replaced
+        for article, word in re.findall(r"\b([Aa]n?) (\w)", text)
+    )
+
+
+def test_every_mix_is_described_and_h_keeps_every_second_negation_row() -> None:
+    from bindkit.demo.finetune import KIND_TEXT, MIXES, training_triplets
+
+    assert all(kind in KIND_TEXT for kinds in MIXES.values() for kind in kinds if kind != "full")
+    examples = [e for e in _examples(60) if e.negatives]
+    every = relation_triplets(examples, 0, negate=True, listed=True)
+    half = [r for r in training_triplets(examples, 0, "fullpararelneghLEOR") if r in every]
+    full = [r for r in training_triplets(examples, 0, "fullpararelnegLEOR") if r in every]
+    assert half and all(every.index(r) % 2 == 0 for r in half)
+    assert len(half) < 0.75 * len(full)

@@ -166,7 +166,9 @@ TRIALS: dict[str, dict[str, Any]] = {
     "fullpararelnegL-plain-200": {"data": "fullpararelnegL", "preserve": None, "steps": 200},
     # everyday binding scenes (demo.finetune.everyday_triplets) mixed in: LE 1/7 of the rows,
     # LE2 1/4; LEO adds omission rows (the caption → it with one attribute dropped vs the swap),
-    # LEOR replacement rows too (the caption → its paraphrase vs one attribute contradicted)
+    # LEOR replacement rows too (the caption → its paraphrase vs one attribute contradicted);
+    # session 5: B adds bare rows (the caption → it with both attributes dropped vs the swap),
+    # N noun rows (the caption → its paraphrase vs one noun replaced); h: every second negation row
     **{
         f"fullpararelneg{mix}-ctxgen-w{w}-{steps}": {
             "data": f"fullpararelneg{mix}",
@@ -182,6 +184,8 @@ TRIALS: dict[str, dict[str, Any]] = {
             *(("LEO", w, steps) for w, steps in ((1.0, 200), (2.0, 200), (1.0, 300))),
             ("LEOR", 1.0, 300),
             ("LEOR", 2.0, 300),
+            *((f"LEOR{extra}", 1.0, 300) for extra in ("B", "N", "BN")),
+            ("hLEOR", 1.0, 300),
         )
     },
     **{
@@ -190,6 +194,21 @@ TRIALS: dict[str, dict[str, Any]] = {
             "weights": (w, 1 - w),
         }
         for w in (0.2, 0.35, 0.5)
+    },
+    # session 5: one-attribute everyday sentences preserved too (no binding to swap in them)
+    "fullpararelnegLEOR-ctxgenD-w1.0-300": {
+        "data": "fullpararelnegLEOR",
+        "preserve": "ctxgenD",
+        "weight": 1.0,
+        "steps": 300,
+    },
+    # session 5: the two training seeds of one recipe averaged in weight space (a seed soup)
+    "soupLEOR-s01": {
+        "interp": (
+            "fullpararelnegLEOR-ctxgen-w1.0-300@s0",
+            "fullpararelnegLEOR-ctxgen-w1.0-300@s1",
+        ),
+        "weights": (0.5, 0.5),
     },
 }
 
@@ -354,11 +373,15 @@ def train(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Path:
 
 def interpolate(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Path:
     """w1·ΔW1 + w2·ΔW2 as one LoRA adapter of rank r1 + r2: A = [√w1·A1; √w2·A2],
-    B = [√w1·B1, √w2·B2] (so B·A is the weighted sum), lora_alpha scaled to keep alpha/r."""
+    B = [√w1·B1, √w2·B2] (so B·A is the weighted sum), lora_alpha scaled to keep alpha/r.
+    A trial named ``NAME@sK`` is taken at seed K (a soup of two seeds), else at ``seed``."""
     import torch
     from safetensors.torch import load_file, save_file
 
-    first, second = (work / "runs" / f"{n}-s{seed}" / "adapter-raw" for n in recipe["interp"])
+    first, second = (
+        work / "runs" / (n.replace("@", "-") if "@s" in n else f"{n}-s{seed}") / "adapter-raw"
+        for n in recipe["interp"]
+    )
     w1, w2 = recipe["weights"]
     out = work / "runs" / f"{name}-s{seed}" / "adapter-raw"
     if (out / "adapter_model.safetensors").is_file():

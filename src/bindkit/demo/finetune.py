@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import random
 import shutil
@@ -228,24 +229,53 @@ def generic_sentences(count: int, seed: int = 0) -> list[str]:
     return list(seen)
 
 
+def described_sentences(count: int, seed: int = 0) -> list[str]:
+    """``count`` distinct everyday sentences that describe one thing ("A man in a black shirt is
+    reading a book in the park.", "A wet dog is not chasing a ball."): one attribute, so no
+    binding to swap, and keeping their embeddings keeps how a detail moves a sentence (what
+    SICK rates) without keeping any bag-of-words binding. Some negated, in a seeded order.
+
+    Example:
+        >>> len(set(described_sentences(50))) == 50
+        True
+    """
+    rng = random.Random(f"{seed}/described-sentences")
+    seen: dict[str, None] = {}
+    while len(seen) < count:
+        attribute, _, animal_ok = _everyday_attributes(rng)
+        if animal_ok and rng.random() < 0.3:
+            actor = f"{_article(attribute)} {attribute} {rng.choice(_EVERYDAY_ANIMALS)}"
+        else:
+            wear = rng.choice(_EVERYDAY_WEAR)
+            actor = f"a {rng.choice(_EVERYDAY_PEOPLE)} in {_article(attribute)} {attribute} {wear}"
+        action = rng.choice(_ACTIONS)
+        clause = f"{actor} is {'not ' if rng.random() < 0.1 else ''}{action}{rng.choice(_WHERES)}"
+        seen.setdefault(clause[0].upper() + clause[1:] + ".", None)
+    return list(seen)
+
+
 def _be(actor: str) -> str:
     """ "is" or "are" after an actor of :data:`_ACTORS`."""
     return "are" if actor.startswith(("two ", "some ", "the children")) else "is"
 
 
-PRESERVATION_SETS = ("contexts", "ctxgen", "generic")
+PRESERVATION_SETS = ("contexts", "ctxgen", "generic", "ctxgenD")
 PRESERVATION_TEXT = {
     "contexts": "the scene contexts of the training captions",
     "ctxgen": "the scene contexts of the training captions and as many everyday sentences "
     "without adjectives (`generic_sentences`: who does what where, some negated), shuffled",
     "generic": "everyday sentences without adjectives (`generic_sentences`)",
+    "ctxgenD": "the scene contexts of the training captions and as many everyday sentences "
+    "without adjectives (`generic_sentences`) and with one (`described_sentences`: one thing "
+    "described, no binding to swap), shuffled",
 }
 
 
 def preservation_sentences(examples: list[Any], kind: str = "ctxgen", seed: int = 0) -> list[str]:
     """A preservation set: the scene contexts of the examples' captions (``contexts``,
     :func:`context_sentences`), as many everyday sentences (``generic``:
-    :func:`generic_sentences`, twice as many), or both shuffled together (``ctxgen``).
+    :func:`generic_sentences`, twice as many), or both shuffled together (``ctxgen``), and as
+    many one-attribute sentences too (``ctxgenD``, :func:`described_sentences`).
 
     Example:
         >>> from bindkit.synth.example import Example
@@ -261,6 +291,8 @@ def preservation_sentences(examples: list[Any], kind: str = "ctxgen", seed: int 
     if kind == "generic":
         return generic_sentences(2 * len(contexts), seed)
     mixed = contexts + generic_sentences(len(contexts), seed)
+    if kind == "ctxgenD":
+        mixed += described_sentences(len(contexts), seed)
     random.Random(f"{seed}/ctxgen").shuffle(mixed)
     return mixed
 
@@ -809,6 +841,51 @@ def without_attribute(caption: str, swap: str, which: int) -> str:
     return " ".join(words)
 
 
+def without_attributes(caption: str, swap: str) -> str:
+    """``caption`` with both attributes its ``swap`` trades dropped, the articles fitted: the
+    bare scene, which SICK rates close to the described one ("An elderly man is sitting on a
+    bench" / "… wearing a gray jacket and black pants": 4.5 of 5).
+
+    Example:
+        >>> without_attributes("A man in an orange shirt is pushing a gray cart.",
+        ...                    "A man in a gray shirt is pushing an orange cart.")
+        'A man in a shirt is pushing a cart.'
+    """
+    words = caption.split()
+    for i in sorted(_attribute_slots(caption, swap), reverse=True):
+        del words[i]
+        _fit_article(words, i)
+    return " ".join(words)
+
+
+_EVERYDAY_NOUNS = (_EVERYDAY_PEOPLE, _EVERYDAY_WEAR, _EVERYDAY_ANIMALS, _EVERYDAY_THINGS)
+
+
+def with_object_replaced(caption: str, rng: random.Random) -> str:
+    """``caption`` with one of its nouns (a person, what they wear, an animal, a thing) replaced
+    by another of its group that the caption does not name, its article fitted: SugarCrepe++'s
+    replace_obj in everyday words.
+
+    Example:
+        >>> with_object_replaced("A dog is chasing a white ball in the park.", random.Random(1))
+        'A horse is chasing a white ball in the park.'
+    """
+    words = caption.split()
+    present = {w.strip(".,").lower() for w in words}
+    slots = [
+        (i, group)
+        for i, w in enumerate(words)
+        for group in _EVERYDAY_NOUNS
+        if w.strip(".,").lower() in group
+    ]
+    i, group = rng.choice(slots)
+    word = words[i].strip(".,")
+    new = rng.choice([w for w in group if w not in present])
+    words[i] = words[i].replace(word, new.capitalize() if word[0].isupper() else new)
+    _fit_article(words, i)
+    return " ".join(words)
+
+
 def _contradicting(word: str, other: str, rng: random.Random) -> str:
     """An attribute that contradicts ``word``, from its group (:func:`_everyday_attributes`):
     another colour or material than ``word`` and ``other``, a size of the opposite kind, the
@@ -841,7 +918,12 @@ def with_attribute_replaced(caption: str, swap: str, which: int, rng: random.Ran
 
 
 def everyday_triplets(
-    count: int, seed: int = 0, omit: bool = False, replace: bool = False
+    count: int,
+    seed: int = 0,
+    omit: bool = False,
+    replace: bool = False,
+    bare: bool = False,
+    replace_object: bool = False,
 ) -> list[dict[str, Any]]:
     """``2 · count`` triplets from ``count`` distinct everyday scenes (:func:`everyday_scene`),
     SugarCrepe++'s text-only test in both directions: the caption → its paraphrase vs its
@@ -849,7 +931,10 @@ def everyday_triplets(
     scene: the caption → the caption with one attribute dropped (:func:`without_attribute`)
     vs the swap, so that a detail left out moves a sentence less than a binding changed.
     ``replace`` adds another: the caption → its paraphrase vs the caption with one attribute
-    replaced by a contradicting one (:func:`with_attribute_replaced`).
+    replaced by a contradicting one (:func:`with_attribute_replaced`). ``bare`` adds the caption
+    → the caption with both attributes dropped (:func:`without_attributes`) vs the swap, and
+    ``replace_object`` the caption → its paraphrase vs the caption with one noun replaced
+    (:func:`with_object_replaced`).
 
     Example:
         >>> rows = everyday_triplets(3)
@@ -859,6 +944,7 @@ def everyday_triplets(
     rng = random.Random(f"{seed}/everyday-triplets")
     drops = random.Random(f"{seed}/everyday-omit")
     changes = random.Random(f"{seed}/everyday-replace")
+    nouns = random.Random(f"{seed}/everyday-replace-object")
     seen: dict[str, tuple[str, str]] = {}
     while len(seen) < count:
         caption, para, swap = everyday_scene(rng)
@@ -871,6 +957,10 @@ def everyday_triplets(
         if replace:
             changed = with_attribute_replaced(caption, swap, changes.randrange(2), changes)
             triples.append((caption, para, changed))
+        if bare:
+            triples.append((caption, without_attributes(caption, swap), swap))
+        if replace_object:
+            triples.append((caption, para, with_object_replaced(caption, nouns)))
         for query, positive, negative in triples:
             rows.append(
                 {
@@ -900,6 +990,10 @@ MIXES = {
     "fullpararelnegLE2": ("full", "paraphrase", "relationL", "negationL", "everyday2"),
     "fullpararelnegLEO": ("full", "paraphrase", "relationL", "negationL", "everydayO"),
     "fullpararelnegLEOR": ("full", "paraphrase", "relationL", "negationL", "everydayOR"),
+    "fullpararelnegLEORB": ("full", "paraphrase", "relationL", "negationL", "everydayORB"),
+    "fullpararelnegLEORN": ("full", "paraphrase", "relationL", "negationL", "everydayORN"),
+    "fullpararelnegLEORBN": ("full", "paraphrase", "relationL", "negationL", "everydayORBN"),
+    "fullpararelneghLEOR": ("full", "paraphrase", "relationL", "negationLh", "everydayOR"),
 }
 
 
@@ -930,12 +1024,24 @@ def training_triplets(examples: list[Any], seed: int = 0, mix: str = MIX) -> lis
         "negation": lambda: relation_triplets(examples, seed, negate=True),
         "relationL": lambda: relation_triplets(examples, seed, listed=True),
         "negationL": lambda: relation_triplets(examples, seed, negate=True, listed=True),
+        "negationLh": lambda: relation_triplets(examples, seed, negate=True, listed=True)[::2],
         "predication": lambda: predication_triplets(examples, seed),
         "synonym": lambda: synonym_triplets(examples, seed),
         "everyday": lambda: everyday_triplets(len(examples) // 2, seed),
         "everyday2": lambda: everyday_triplets(len(examples), seed),
         "everydayO": lambda: everyday_triplets(len(examples) // 3, seed, omit=True),
-        "everydayOR": lambda: everyday_triplets(len(examples) // 3, seed, omit=True, replace=True),
+        **{
+            f"everydayOR{extra}": functools.partial(
+                everyday_triplets,
+                len(examples) // 3,
+                seed,
+                omit=True,
+                replace=True,
+                bare="B" in extra,
+                replace_object="N" in extra,
+            )
+            for extra in ("", "B", "N", "BN")
+        },
     }
     full = triplets(examples)
     rows = [row for kind in MIXES[mix] for row in makers[kind]()]
@@ -948,6 +1054,8 @@ _OMISSION_TEXT = (
     "sentence less than a binding changed"
 )
 _REPLACEMENT_TEXT = "; → the paraphrase vs the caption with one attribute contradicted"
+_BARE_TEXT = "; → the caption with both attributes dropped vs the swap"
+_NOUN_TEXT = "; → the paraphrase vs the caption with one noun replaced"
 KIND_TEXT = {
     "paraphrase": "paraphrase triplets (its caption → its pairs listed in its scene vs the "
     "caption's own swap, which shares almost every word with the query: word overlap points "
@@ -965,6 +1073,8 @@ KIND_TEXT = {
     "its scene vs the caption with one relation contradicted)",
     "negationL": "negation triplets with listed positives (its caption → its pairs listed in its "
     "scene vs the caption with one verb negated: a contradiction is further than an omission)",
+    "negationLh": "negation triplets with listed positives, every second one (its caption → "
+    "its pairs listed in its scene vs the caption with one verb negated)",
     "negation": "negation triplets (its caption → the caption without its asides vs the caption "
     "with one verb negated: a negation is no aside)",
     **{
@@ -977,7 +1087,17 @@ KIND_TEXT = {
             ("everyday", "", "one scene per two examples"),
             ("everyday2", "", "one scene per example"),
             ("everydayO", _OMISSION_TEXT, "one scene per three examples"),
-            ("everydayOR", _OMISSION_TEXT + _REPLACEMENT_TEXT, "one scene per three examples"),
+            *(
+                (
+                    f"everydayOR{extra}",
+                    _OMISSION_TEXT
+                    + _REPLACEMENT_TEXT
+                    + ("B" in extra) * _BARE_TEXT
+                    + ("N" in extra) * _NOUN_TEXT,
+                    "one scene per three examples",
+                )
+                for extra in ("", "B", "N", "BN")
+            ),
         )
     },
 }
