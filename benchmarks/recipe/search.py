@@ -196,17 +196,48 @@ TRIALS: dict[str, dict[str, Any]] = {
         for w in (0.2, 0.35, 0.5)
     },
     # session 5: one-attribute everyday sentences preserved too (no binding to swap in them)
-    "fullpararelnegLEOR-ctxgenD-w1.0-300": {
-        "data": "fullpararelnegLEOR",
-        "preserve": "ctxgenD",
-        "weight": 1.0,
-        "steps": 300,
+    **{
+        f"fullpararelnegLEOR-{preserve}-w1.0-300": {
+            "data": "fullpararelnegLEOR",
+            "preserve": preserve,
+            "weight": 1.0,
+            "steps": 300,
+        }
+        for preserve in ("ctxgenD", "ctxgenD2")  # D2: half as many
     },
     # session 5: the two training seeds of one recipe averaged in weight space (a seed soup)
-    "soupLEOR-s01": {
+    **{
+        f"soup{mix}-s01": {
+            "interp": tuple(f"fullpararelneg{mix}-ctxgen-w1.0-300@s{k}" for k in (0, 1)),
+            "weights": (0.5, 0.5),
+        }
+        for mix in ("LEOR", "LEORN")
+    },
+    **{
+        f"soupLEOR-{preserve}-s01": {
+            "interp": tuple(f"fullpararelnegLEOR-{preserve}-w1.0-300@s{k}" for k in (0, 1)),
+            "weights": (0.5, 0.5),
+        }
+        for preserve in ("ctxgenD", "ctxgenD2")
+    },
+    # both seed soups averaged: two seeds of each preservation set, a quarter each
+    "soupLEOR-ctxgen-ctxgenD-s01": {
+        "interp": ("soupLEOR-s01@s0", "soupLEOR-ctxgenD-s01@s0"),
+        "weights": (0.5, 0.5),
+    },
+    # one run of each preservation set, of different seeds (the demo's two-run budget)
+    "soupLEOR-ctxgen-s0-ctxgenD-s1": {
         "interp": (
             "fullpararelnegLEOR-ctxgen-w1.0-300@s0",
-            "fullpararelnegLEOR-ctxgen-w1.0-300@s1",
+            "fullpararelnegLEOR-ctxgenD-w1.0-300@s1",
+        ),
+        "weights": (0.5, 0.5),
+    },
+    # the ctxgen and ctxgenD adapters of seed 0 averaged (the front between them)
+    "soupLEOR-ctxgen-ctxgenD": {
+        "interp": (
+            "fullpararelnegLEOR-ctxgen-w1.0-300@s0",
+            "fullpararelnegLEOR-ctxgenD-w1.0-300@s0",
         ),
         "weights": (0.5, 0.5),
     },

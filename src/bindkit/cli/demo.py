@@ -53,7 +53,18 @@ def register(commands: Any) -> None:
         help="distillation weight (default: the recipe's, bindkit.demo.finetune.PRESERVE_WEIGHT)",
     )
     finetune.add_argument(
-        "--no-plain", dest="plain", action="store_false", help="skip the plain run"
+        "--plain",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also train without preservation, the comparison row (default: "
+        "bindkit.demo.finetune.PLAIN)",
+    )
+    finetune.add_argument(
+        "--soup",
+        type=int,
+        default=None,
+        help="preserved runs (seeds SEED, SEED+1, ...) averaged into the adapter "
+        "(default: bindkit.demo.finetune.SOUP)",
     )
     finetune.add_argument("--seed", type=int, default=0, help="seed of data and training")
     finetune.add_argument("-q", "--quiet", action="store_true", help="no progress output")
@@ -77,7 +88,8 @@ def _finetune(args: argparse.Namespace) -> int:
         max_triplets=args.max_triplets,
         saber_per_n=args.saber_per_n,
         **({} if args.preserve_weight is None else {"preserve_weight": args.preserve_weight}),
-        plain=args.plain,
+        **({} if args.plain is None else {"plain": args.plain}),
+        **({} if args.soup is None else {"soup": args.soup}),
         seed=args.seed,
         progress=not args.quiet,
     )
@@ -92,6 +104,9 @@ def _tiny_clip(args: argparse.Namespace) -> int:
     for flag, value in (("--sts", args.sts), ("--scpp", args.scpp)):
         if value is not None:
             raise BindkitError(f"{flag}: not with --model builtin:tiny-clip (text-only captions)")
+    for flag, value in (("--soup", args.soup), ("--plain/--no-plain", args.plain)):
+        if value is not None:
+            raise BindkitError(f"{flag}: only with --model st:default (the binding-triplet demo)")
     extra = {"saber_per_n": args.saber_per_n} if args.saber_per_n is not None else {}
     steps = {"steps": args.steps} if args.steps is not None else {}
     options = TinyClipDemoOptions(

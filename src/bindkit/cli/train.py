@@ -1,4 +1,5 @@
-"""``bindkit train triplets`` and ``bindkit lines``: thin wrappers over :mod:`bindkit.train`."""
+"""``bindkit train triplets``, ``bindkit lines`` and ``bindkit soup``: thin wrappers over
+:mod:`bindkit.train`."""
 
 from __future__ import annotations
 
@@ -46,6 +47,19 @@ def register(commands: Any) -> None:
     lines.add_argument("--out", required=True, help="directory of the new adapter")
     lines.set_defaults(handler=_lines)
 
+    soup = commands.add_parser(
+        "soup",
+        help="average LoRA adapters (e.g. two training seeds) into one",
+        description="Write one peft LoRA adapter whose update is the weighted mean of the "
+        "adapters' updates (exact: their ranks stacked), e.g. of two training seeds.",
+    )
+    soup.add_argument("adapters", nargs="+", help="peft adapter directories (two or more)")
+    soup.add_argument(
+        "--weights", type=float, nargs="+", default=None, help="one per adapter (default: equal)"
+    )
+    soup.add_argument("--out", required=True, help="directory of the new adapter")
+    soup.set_defaults(handler=_soup)
+
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
@@ -77,4 +91,12 @@ def _lines(args: argparse.Namespace) -> int:
         args.adapter, args.out, alpha=args.alpha, beta=args.beta, num_layers=args.num_layers
     )
     print(json.dumps({k: v for k, v in record.items() if k != "source"}))
+    return 0
+
+
+def _soup(args: argparse.Namespace) -> int:
+    from bindkit.train.soup import average_adapters
+
+    record = average_adapters(args.adapters, args.out, args.weights)
+    print(json.dumps({"weights": record["weights"], "rank": record["rank"], "out": args.out}))
     return 0

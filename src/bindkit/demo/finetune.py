@@ -24,7 +24,7 @@ import random
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,12 @@ LINES_ALPHA = 1.0  # LiNeS α of the shipped adapter, chosen on the search's dev
 MIX = "fullpararelnegLEOR"  # the training triplets (MIXES): NoOverlap train split + everyday
 PRESERVATION = "ctxgen"  # the preservation set (PRESERVATION_SETS) of the `preserve` run
 PRESERVE_WEIGHT = 1.0  # the default --preserve-weight
+PLAIN = False  # the default of --plain/--no-plain: the comparison row without preservation
+SOUP = 2  # the default --soup: preserved runs (seeds seed, seed + 1, …) averaged into the adapter
+# the preservation set of each preserved run (run k: SOUP_PRESERVATION[k % 2]): the soup averages
+# a run that keeps everyday sentences without attributes with one that also keeps one-attribute
+# sentences, on either side of the binding / STS front (issue 18's search, session 5)
+SOUP_PRESERVATION = (PRESERVATION, "ctxgenD")
 TRAIN = "demo-train.jsonl"
 PRESERVE = "preserve.jsonl"
 STAMP = "demo-run.json"  # what a run was made from, so that a rerun can reuse or resume it
@@ -64,7 +70,8 @@ class DemoOptions:
     max_triplets: int | None = None  # cap on the training triplets (None: all)
     saber_per_n: int | None = None  # a smaller SABER (MCQs per N) for quick runs; None: default
     preserve_weight: float = PRESERVE_WEIGHT
-    plain: bool = True  # also train without preservation (the comparison row)
+    plain: bool = PLAIN  # also train without preservation (the comparison row)
+    soup: int = SOUP  # preserved runs with consecutive seeds, their adapters averaged
     seed: int = 0
     threads: int = 2  # torch CPU threads, pinned: another count sums in another order
     progress: bool = True
@@ -85,6 +92,7 @@ class DemoOptions:
                 "nested chains)"
             )
         check_range("--threads", self.threads, 1, 1024)
+        check_range("--soup", self.soup, 1, 16)
         if self.scpp is not None and not Path(self.scpp).is_dir():
             raise BindkitError(f"--scpp {self.scpp}: not a directory (the SugarCrepe++ data/)")
         if self.sts is not None:
@@ -259,7 +267,7 @@ def _be(actor: str) -> str:
     return "are" if actor.startswith(("two ", "some ", "the children")) else "is"
 
 
-PRESERVATION_SETS = ("contexts", "ctxgen", "generic", "ctxgenD")
+PRESERVATION_SETS = ("contexts", "ctxgen", "generic", "ctxgenD", "ctxgenD2")
 PRESERVATION_TEXT = {
     "contexts": "the scene contexts of the training captions",
     "ctxgen": "the scene contexts of the training captions and as many everyday sentences "
@@ -268,6 +276,9 @@ PRESERVATION_TEXT = {
     "ctxgenD": "the scene contexts of the training captions and as many everyday sentences "
     "without adjectives (`generic_sentences`) and with one (`described_sentences`: one thing "
     "described, no binding to swap), shuffled",
+    "ctxgenD2": "the scene contexts of the training captions, as many everyday sentences "
+    "without adjectives (`generic_sentences`) and half as many with one (`described_sentences`:"
+    " one thing described, no binding to swap), shuffled",
 }
 
 
@@ -275,7 +286,8 @@ def preservation_sentences(examples: list[Any], kind: str = "ctxgen", seed: int 
     """A preservation set: the scene contexts of the examples' captions (``contexts``,
     :func:`context_sentences`), as many everyday sentences (``generic``:
     :func:`generic_sentences`, twice as many), or both shuffled together (``ctxgen``), and as
-    many one-attribute sentences too (``ctxgenD``, :func:`described_sentences`).
+    many one-attribute sentences too (``ctxgenD``, :func:`described_sentences`; half as many:
+    ``ctxgenD2``).
 
     Example:
         >>> from bindkit.synth.example import Example
@@ -291,8 +303,8 @@ def preservation_sentences(examples: list[Any], kind: str = "ctxgen", seed: int 
     if kind == "generic":
         return generic_sentences(2 * len(contexts), seed)
     mixed = contexts + generic_sentences(len(contexts), seed)
-    if kind == "ctxgenD":
-        mixed += described_sentences(len(contexts), seed)
+    if kind.startswith("ctxgenD"):  # D: as many described sentences; D2: half as many
+        mixed += described_sentences(len(contexts) // (2 if kind == "ctxgenD2" else 1), seed)
     random.Random(f"{seed}/ctxgen").shuffle(mixed)
     return mixed
 
@@ -1016,7 +1028,7 @@ def training_triplets(examples: list[Any], seed: int = 0, mix: str = MIX) -> lis
 
     if mix not in MIXES:
         raise BindkitError(f"mix {mix!r}: use one of {', '.join(MIXES)}")
-    makers = {
+    makers: dict[str, Callable[[], list[dict[str, Any]]]] = {
         "full": lambda: triplets(examples),
         "paraphrase": lambda: paraphrase_triplets(examples, seed),
         "restatement": lambda: restatement_triplets(examples),
@@ -1115,7 +1127,17 @@ def _say(options: DemoOptions, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def _data(options: DemoOptions, out: Path) -> tuple[Path, list[str], dict[str, int]]:
+def preserve_file(kind: str) -> str:
+    """The demo's file of preservation set ``kind`` (``preserve.jsonl`` for PRESERVATION)."""
+    return PRESERVE if kind == PRESERVATION else f"preserve-{kind}.jsonl"
+
+
+def run_preservation(options: DemoOptions, k: int) -> str:
+    """The preservation set of preserved run ``k`` (``preserve``, ``preserve-s1``, …)."""
+    return SOUP_PRESERVATION[k % len(SOUP_PRESERVATION)] if options.soup > 1 else PRESERVATION
+
+
+def _data(options: DemoOptions, out: Path) -> tuple[Path, dict[str, int], dict[str, int]]:
     from bindkit._io import atomic_write_bytes, jsonl_bytes
     from bindkit.synth.backends.template import TemplateBackend
     from bindkit.synth.generate import generate
@@ -1142,13 +1164,22 @@ def _data(options: DemoOptions, out: Path) -> tuple[Path, list[str], dict[str, i
         lines = (data / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()[:size]
         atomic_write_text(data / f"demo-{name}.jsonl", "\n".join(lines) + "\n")
     steps = min(STEPS, -(-len(rows) // BATCH))
-    sentences = preservation_sentences(train, PRESERVATION, options.seed)[: steps * PRESERVE_BATCH]
-    atomic_write_bytes(data / PRESERVE, jsonl_bytes({"text": s} for s in sentences))
+    sizes = {}
+    for kind in dict.fromkeys(run_preservation(options, k) for k in range(options.soup)):
+        sentences = preservation_sentences(train, kind, options.seed)[: steps * PRESERVE_BATCH]
+        atomic_write_bytes(data / preserve_file(kind), jsonl_bytes({"text": t} for t in sentences))
+        sizes[kind] = len(sentences)
     counts = {"train": len(rows), "val": VAL_TRIPLETS, "test": TEST_TRIPLETS}
-    return data, sentences, counts
+    return data, sizes, counts
 
 
-def _train(options: DemoOptions, data: Path, name: str, preserve: bool) -> dict[str, Any]:
+def _train(
+    options: DemoOptions,
+    data: Path,
+    name: str,
+    preserve: str | None,
+    seed: int | None = None,
+) -> dict[str, Any]:
     from bindkit._io import sha256_file
     from bindkit.train.config import NON_RESULT_FIELDS, TrainConfig
     from bindkit.train.trainer import train_triplets
@@ -1164,11 +1195,11 @@ def _train(options: DemoOptions, data: Path, name: str, preserve: bool) -> dict[
         max_steps=STEPS,
         lines_alpha=LINES_ALPHA,
         model_dropout=False,
-        preserve=str(data / PRESERVE) if preserve else None,
+        preserve=str(data / preserve_file(preserve)) if preserve else None,
         preserve_weight=options.preserve_weight,
         preserve_batch=PRESERVE_BATCH,
         save_every=25,
-        seed=options.seed,
+        seed=options.seed if seed is None else seed,
         progress=options.progress,
     )
     # A rerun of the same demo reuses a finished run and resumes a killed one from its last
@@ -1178,7 +1209,7 @@ def _train(options: DemoOptions, data: Path, name: str, preserve: bool) -> dict[
         {
             "options": {k: v for k, v in config.record().items() if k not in NON_RESULT_FIELDS},
             "train_sha256": sha256_file(data / TRAIN),
-            "preserve_sha256": sha256_file(data / PRESERVE) if preserve else None,
+            "preserve_sha256": sha256_file(data / preserve_file(preserve)) if preserve else None,
         },
         sort_keys=True,
     )
@@ -1278,8 +1309,8 @@ def pinned(threads: int) -> Iterator[None]:
 
 def _run(options: DemoOptions, out: Path) -> dict[str, Any]:
     started = time.perf_counter()
-    data, sentences, counts = _data(options, out)
-    _say(options, f"data: {counts} triplets, {len(sentences)} preservation sentences")
+    data, sizes, counts = _data(options, out)
+    _say(options, f"data: {counts} triplets, preservation sentences {sizes}")
     saber = None
     if options.saber_per_n is not None:
         from bindkit.saber.build import generate_saber
@@ -1287,24 +1318,33 @@ def _run(options: DemoOptions, out: Path) -> dict[str, Any]:
         saber = out / "saber"
         generate_saber(saber, per_n=options.saber_per_n, overwrite=True)
     runs: dict[str, dict[str, Any]] = {}
-    runs["preserve"] = _train(options, data, "preserve", preserve=options.preserve_weight > 0)
+    for k in range(options.soup):
+        kind = run_preservation(options, k) if options.preserve_weight > 0 else None
+        name = f"preserve-s{k}" if k else "preserve"
+        runs[name] = _train(options, data, name, preserve=kind, seed=options.seed + k)
     if options.plain:
-        runs["plain"] = _train(options, data, "plain", preserve=False)
+        runs["plain"] = _train(options, data, "plain", preserve=None)
     final = out / "runs" / "preserve"
+    if options.soup > 1:
+        final = _soup(out, [n for n in runs if n.startswith("preserve")])
     for variant in ("adapter-raw", "adapter-lines"):
         if (out / variant).exists():
             shutil.rmtree(out / variant)
         shutil.copytree(final / variant, out / variant)
     # the plain run is the comparison row (its raw update); the preserved run's raw and LiNeS
     models = {"base": MODEL}
-    for name, variant in (("plain", "raw"), ("preserve", "raw"), ("preserve", "lines")):
+    named = [("plain", "raw"), ("preserve", "raw"), ("preserve", "lines")]
+    if options.soup > 1:
+        runs["preserve-soup"] = {}
+        named += [("preserve-soup", "raw"), ("preserve-soup", "lines")]
+    for name, variant in named:
         if name in runs and not (variant == "lines" and LINES_ALPHA == 1.0):  # lines = raw
             models[f"{name} {variant}"] = (
                 f"{MODEL}+adapter={out / 'runs' / name / f'adapter-{variant}'}"
             )
     table = _evaluate(options, out, models, saber)
     seconds = time.perf_counter() - started
-    report = render_report(options, counts, len(sentences), runs, table, seconds)
+    report = render_report(options, counts, sizes, runs, table, seconds)
     atomic_write_text(out / "report.md", report)
     summary = {
         "table": table,
@@ -1313,16 +1353,34 @@ def _run(options: DemoOptions, out: Path) -> dict[str, Any]:
         "runs": {
             k: {"lines": v["lines"], "optimizer_steps": v["optimizer_steps"]}
             for k, v in runs.items()
+            if v
         },
     }
     atomic_write_text(out / "demo.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
+def _soup(out: Path, names: list[str]) -> Path:
+    """The preserved runs' raw adapters averaged (``bindkit soup``) into ``runs/preserve-soup``,
+    LiNeS applied at ``LINES_ALPHA`` as for one run; returns that run directory."""
+    from bindkit.train.lines import apply_lines
+    from bindkit.train.soup import average_adapters
+
+    soup = out / "runs" / "preserve-soup"
+    average_adapters([out / "runs" / n / "adapter-raw" for n in names], soup / "adapter-raw")
+    if (soup / "adapter-lines").exists():
+        shutil.rmtree(soup / "adapter-lines")
+    if LINES_ALPHA == 1.0:
+        shutil.copytree(soup / "adapter-raw", soup / "adapter-lines")
+    else:
+        apply_lines(soup / "adapter-raw", soup / "adapter-lines", alpha=LINES_ALPHA)
+    return soup
+
+
 def render_report(
     options: DemoOptions,
     counts: dict[str, int],
-    preserved: int,
+    preserved: dict[str, int],
     runs: dict[str, dict[str, Any]],
     table: dict[str, dict[str, float]],
     seconds: float,
@@ -1361,7 +1419,18 @@ def render_report(
         "algorithms, so a rerun gives the same table."
     )
     for name, run in runs.items():
-        lines.append(f"- run `{name}`: {run['optimizer_steps']} steps, {run['train_seconds']} s.")
+        if run:
+            steps, seconds_ = run["optimizer_steps"], run["train_seconds"]
+            lines.append(f"- run `{name}`: {steps} steps, {seconds_} s.")
+    if options.soup > 1:
+        lines.append(
+            f"- soup: the {options.soup} preserved runs (seeds {options.seed}–"
+            f"{options.seed + options.soup - 1}; preservation sets "
+            + ", ".join(f"`{run_preservation(options, k)}`" for k in range(options.soup))
+            + ") averaged in weight space (`bindkit soup`: the mean of their LoRA updates, "
+            "exact): a run on each side of the binding / STS front, and what one seed learnt "
+            "alone halved; the shipped adapter."
+        )
     lines.append(
         f"- LiNeS α {LINES_ALPHA} (layer ℓ keeps α + (1 − α)·ℓ/5 of its update) for the shipped "
         "adapter: chosen once on a dev panel (SugarCrepe text triplets and SICK train) in "
@@ -1373,9 +1442,13 @@ def render_report(
             else "."
         )
     )
+    sets = "; ".join(
+        f"{'`' + kind + '`, ' if len(preserved) > 1 else ''}{size} sentences, "
+        f"{PRESERVATION_TEXT[kind]}"
+        for kind, size in preserved.items()
+    )
     lines.append(
-        f"- preservation (`preserve` rows): {preserved} sentences, "
-        f"{PRESERVATION_TEXT[PRESERVATION]}; {PRESERVE_BATCH} per batch, loss += "
+        f"- preservation (`preserve` rows): {sets}; {PRESERVE_BATCH} per batch, loss += "
         f"{options.preserve_weight} · "
         "mean(1 − cos(f(x), f_base(x))). Distilling attribute-free copies of the training "
         "captions instead kept STS too but stopped binding from transferring to SABER's "
@@ -1392,8 +1465,9 @@ def render_report(
         )
     else:
         lines.append("- STS: no `--sts` file given, so no STS column (bindkit does not ship SICK).")
+    shipped = "`preserve-soup`" if options.soup > 1 else "the `preserve` run's"
     lines.append(
-        "- adapters: `adapter-lines/` and `adapter-raw/` are the `preserve` run's; "
+        f"- adapters: `adapter-lines/` and `adapter-raw/` are {shipped}; "
         f"wall time {seconds / 60:.1f} min."
     )
     return "\n".join(lines) + "\n"

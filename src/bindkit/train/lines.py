@@ -14,9 +14,7 @@ from typing import Any
 
 from bindkit._io import atomic_write_text
 from bindkit.errors import BindkitError
-from bindkit.train.lora import layer_index
-
-ADAPTER_WEIGHTS = "adapter_model.safetensors"
+from bindkit.train.lora import ADAPTER_WEIGHTS, layer_index, read_lora_adapter
 
 
 def lines_factors(num_layers: int, alpha: float, beta: float | None = None) -> list[float]:
@@ -70,38 +68,15 @@ def apply_lines(
     Returns:
         The LiNeS record (α, β, L, factors) also written to ``OUT/lines.json``.
     """
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
 
     adapter, out = Path(adapter), Path(out)
     if out.resolve() == adapter.resolve():
         raise BindkitError(
             f"--out {out}: is the input adapter; write the copy to another directory"
         )
-    weights = adapter / ADAPTER_WEIGHTS
-    if not (adapter / "adapter_config.json").is_file() or not weights.is_file():
-        raise BindkitError(
-            f"{adapter}: not a peft adapter directory (needs adapter_config.json and "
-            f"{ADAPTER_WEIGHTS})"
-        )
-    try:
-        config = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise BindkitError(
-            f"{adapter / 'adapter_config.json'}: not valid JSON; retrain or re-copy the adapter"
-        ) from None
-    if not isinstance(config, dict) or config.get("peft_type") != "LORA":
-        raise BindkitError(
-            f"{adapter}: LiNeS scales LoRA adapters; this one is "
-            f"{config.get('peft_type') if isinstance(config, dict) else 'not a peft config'}"
-        )
     lines_factors(1 if num_layers is None else num_layers, alpha, beta)  # options, before reading
-    try:
-        tensors = load_file(str(weights))
-    except (SafetensorError, OSError) as exc:
-        raise BindkitError(
-            f"{weights}: not a readable safetensors file ({exc}); retrain or re-copy the adapter"
-        ) from None
+    _, tensors = read_lora_adapter(adapter, "LiNeS")
     found = num_layers_of(list(tensors))
     depth = found if num_layers is None else num_layers
     if depth < found:

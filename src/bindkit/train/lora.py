@@ -122,6 +122,43 @@ def save_adapter(model: Any, out: Path) -> None:
     tmp.replace(out / "adapter_model.safetensors")
 
 
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+
+
+def read_lora_adapter(adapter: Path, purpose: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The peft config and tensors of a LoRA adapter directory, or a one-line error naming it
+    (``purpose``: what needs it, e.g. "LiNeS")."""
+    import json
+
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    weights = adapter / ADAPTER_WEIGHTS
+    if not (adapter / "adapter_config.json").is_file() or not weights.is_file():
+        raise BindkitError(
+            f"{adapter}: not a peft adapter directory (needs adapter_config.json and "
+            f"{ADAPTER_WEIGHTS})"
+        )
+    try:
+        config = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise BindkitError(
+            f"{adapter / 'adapter_config.json'}: not valid JSON; retrain or re-copy the adapter"
+        ) from None
+    if not isinstance(config, dict) or config.get("peft_type") != "LORA":
+        raise BindkitError(
+            f"{adapter}: {purpose} takes LoRA adapters; this one is "
+            f"{config.get('peft_type') if isinstance(config, dict) else 'not a peft config'}"
+        )
+    try:
+        tensors = load_file(str(weights))
+    except (SafetensorError, OSError) as exc:
+        raise BindkitError(
+            f"{weights}: not a readable safetensors file ({exc}); retrain or re-copy the adapter"
+        ) from None
+    return config, tensors
+
+
 def lora_layers(model: Any) -> list[tuple[str, Any]]:
     """(name, peft LoRA layer) pairs of a model carrying an adapter."""
     from peft.tuners.lora import LoraLayer
