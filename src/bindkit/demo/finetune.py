@@ -1334,11 +1334,10 @@ def _run(options: DemoOptions, out: Path) -> dict[str, Any]:
     # the plain run is the comparison row (its raw update); the preserved run's raw and LiNeS
     models = {"base": MODEL}
     named = [("plain", "raw"), ("preserve", "raw"), ("preserve", "lines")]
-    if options.soup > 1:
-        runs["preserve-soup"] = {}
-        named += [("preserve-soup", "raw"), ("preserve-soup", "lines")]
+    named += [("preserve-soup", "raw"), ("preserve-soup", "lines")]
+    made = {*runs, *(["preserve-soup"] if options.soup > 1 else [])}
     for name, variant in named:
-        if name in runs and not (variant == "lines" and LINES_ALPHA == 1.0):  # lines = raw
+        if name in made and not (variant == "lines" and LINES_ALPHA == 1.0):  # lines = raw
             models[f"{name} {variant}"] = (
                 f"{MODEL}+adapter={out / 'runs' / name / f'adapter-{variant}'}"
             )
@@ -1353,7 +1352,6 @@ def _run(options: DemoOptions, out: Path) -> dict[str, Any]:
         "runs": {
             k: {"lines": v["lines"], "optimizer_steps": v["optimizer_steps"]}
             for k, v in runs.items()
-            if v
         },
     }
     atomic_write_text(out / "demo.json", json.dumps(summary, indent=2) + "\n")
@@ -1419,9 +1417,7 @@ def render_report(
         "algorithms, so a rerun gives the same table."
     )
     for name, run in runs.items():
-        if run:
-            steps, seconds_ = run["optimizer_steps"], run["train_seconds"]
-            lines.append(f"- run `{name}`: {steps} steps, {seconds_} s.")
+        lines.append(f"- run `{name}`: {run['optimizer_steps']} steps, {run['train_seconds']} s.")
     if options.soup > 1:
         lines.append(
             f"- soup: the {options.soup} preserved runs (seeds {options.seed}–"
