@@ -403,49 +403,19 @@ def train(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Path:
 
 
 def interpolate(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Path:
-    """w1·ΔW1 + w2·ΔW2 as one LoRA adapter of rank r1 + r2: A = [√w1·A1; √w2·A2],
-    B = [√w1·B1, √w2·B2] (so B·A is the weighted sum), lora_alpha scaled to keep alpha/r.
-    A trial named ``NAME@sK`` is taken at seed K (a soup of two seeds), else at ``seed``."""
-    import torch
-    from safetensors.torch import load_file, save_file
+    """w1·ΔW1 + w2·ΔW2 as one LoRA adapter (``bindkit.train.soup.average_adapters``: the ranks
+    stacked, exact). A trial named ``NAME@sK`` is taken at seed K (a soup of two seeds), else at
+    ``seed``."""
+    from bindkit.train.soup import average_adapters
 
     first, second = (
         work / "runs" / (n.replace("@", "-") if "@s" in n else f"{n}-s{seed}") / "adapter-raw"
         for n in recipe["interp"]
     )
-    w1, w2 = recipe["weights"]
     out = work / "runs" / f"{name}-s{seed}" / "adapter-raw"
-    if (out / "adapter_model.safetensors").is_file():
-        return out.parent
-    t1 = load_file(str(first / "adapter_model.safetensors"))
-    t2 = load_file(str(second / "adapter_model.safetensors"))
-    merged = {}
-    for key, a in t1.items():
-        b = t2[key]
-        if "lora_A" in key:
-            merged[key] = torch.cat([w1**0.5 * a, w2**0.5 * b], dim=0)
-        else:
-            merged[key] = torch.cat([w1**0.5 * a, w2**0.5 * b], dim=1)
-    config = json.loads((first / "adapter_config.json").read_text())
-    config["r"] = config["r"] * 2
-    config["lora_alpha"] = config["lora_alpha"] * 2
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "adapter_config.json").write_text(json.dumps(config, indent=2))
-    save_file(merged, str(out / "adapter_model.safetensors"), metadata={"format": "pt"})
-    check_merge(t1, t2, merged, w1, w2)
+    if not (out / "adapter_model.safetensors").is_file():
+        average_adapters([first, second], out, list(recipe["weights"]))
     return out.parent
-
-
-def check_merge(t1: dict, t2: dict, merged: dict, w1: float, w2: float) -> None:
-    """The merged B·A equals w1·B1·A1 + w2·B2·A2 for every module (else raise)."""
-    import torch
-
-    for key in (k for k in t1 if "lora_A" in k):
-        bkey = key.replace("lora_A", "lora_B")
-        want = w1 * t1[bkey] @ t1[key] + w2 * t2[bkey] @ t2[key]
-        got = merged[bkey] @ merged[key]
-        if not torch.allclose(want, got, atol=1e-6):
-            raise AssertionError(f"merged delta differs at {key}")
 
 
 def scaled(run: Path, alpha: float) -> str:
