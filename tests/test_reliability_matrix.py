@@ -488,6 +488,8 @@ def _build(cell: Cell, name: str) -> None:
         _synth_dir(cell, arg)
     elif kind == "r":
         _results(cell, arg)
+    elif name == "adapters":  # `bindkit soup` inputs: two LoRA adapters, a corrupt pair
+        _adapters(d)
     elif name == "regular_file":
         (d / "regular_file").write_text("x\n")
     elif name == "f":
@@ -615,6 +617,27 @@ def _build(cell: Cell, name: str) -> None:
         (d / "res_bow" / "report_saber_by_n.png").write_bytes(png)
     else:
         raise KeyError(f"unknown fixture {name!r}")
+
+
+def _adapters(d: Path) -> None:
+    """ad/a, ad/b: tiny peft LoRA adapters of one module; ad/badjson, ad/badst: corrupt."""
+    import torch
+    from safetensors.torch import save_file
+
+    config = {"peft_type": "LORA", "r": 2, "lora_alpha": 2, "target_modules": ["query"]}
+    key = "base_model.model.encoder.layer.0.attention.self.query"
+    for name, seed in (("a", 1), ("b", 2), ("badjson", 3), ("badst", 4)):
+        out = d / "ad" / name
+        out.mkdir(parents=True)
+        (out / "adapter_config.json").write_text(json.dumps(config))
+        generator = torch.Generator().manual_seed(seed)
+        tensors = {
+            f"{key}.lora_A.weight": torch.randn(2, 4, generator=generator),
+            f"{key}.lora_B.weight": torch.randn(4, 2, generator=generator),
+        }
+        save_file(tensors, str(out / "adapter_model.safetensors"))
+    (d / "ad" / "badjson" / "adapter_config.json").write_text('{"peft_type": ')
+    (d / "ad" / "badst" / "adapter_model.safetensors").write_bytes(b"\x00garbage")
 
 
 def generate_saber_into(path: Path, seed: int = 0) -> None:
@@ -1326,6 +1349,23 @@ S29_ROWS = [
     C("s29_dm02", "demo finetune --out d --preserve-weight -1", "", 2, "--preserve-weight -1: must be from 0 to 1000", absent=("d",)),
 ]
 
+# stop 31: `bindkit soup` and the demo's --soup
+SU = "soup ad/a ad/b"
+S31_ROWS = [
+    C("s31_su01", "soup ad/a --out o", "adapters", 2, "soup: give two or more adapter directories", absent=("o",)),
+    C("s31_su02", "soup ad/a ad/nope --out o", "adapters", 2, "ad/nope: not a peft adapter directory", absent=("o",)),
+    C("s31_su03", "soup ad/a ad/badjson --out o", "adapters", 2, "adapter_config.json: not valid JSON", absent=("o",)),
+    C("s31_su04", "soup ad/a ad/badst --out o", "adapters", 2, "not a readable safetensors file", absent=("o",)),
+    C("s31_su05", f"{SU} --weights nan 0.5 --out o", "adapters", 2, "--weights [nan, 0.5]: give finite numbers", absent=("o",)),
+    C("s31_su06", f"{SU} --weights inf 0.5 --out o", "adapters", 2, "--weights [inf, 0.5]: give finite numbers", absent=("o",)),
+    C("s31_su07", f"{SU} --weights 1 --out o", "adapters", 2, "--weights: give one per adapter (2), not 1", absent=("o",)),
+    C("s31_su08", f"{SU} --out ad/a", "adapters", 2, "--out ad/a: is an input adapter"),
+    C("s31_su09", f"{SU} --out o", "adapters", 0, "\"rank\": 4"),
+    C("s31_su10", f"{SU} --out regular_file/o", ("adapters", "regular_file"), 2, "regular_file/o"),
+    C("s31_dm01", "demo finetune --out d --soup 0", "", 2, "--soup 0: must be from 1 to 16", absent=("d",)),
+    C("s31_dm02", "demo finetune --out d --soup nan", "", 2, "invalid int value: 'nan'", absent=("d",)),
+]
+
 TOP_ROWS = [
     C("top01", "", "", 2, "usage: bindkit"),
     C("top02", "evall --model bow", "", 2, "invalid choice: 'evall'"),
@@ -1363,8 +1403,9 @@ ROWS: list[Case] = [
     *I21_DEMO,
     *S28_ROWS,
     *S29_ROWS,
+    *S31_ROWS,
 ]
-INPUTS = ("saber", "vocab", "trip", "sts", "synth", "a", "b", "d2", "big.jsonl", "c.sqlite")
+INPUTS = ("saber", "vocab", "trip", "sts", "synth", "a", "b", "d2", "big.jsonl", "c.sqlite", "ad")
 
 
 @pytest.fixture(scope="module")
