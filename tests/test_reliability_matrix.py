@@ -23,26 +23,17 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from _matrix import C, Case, Cell, Outcome, check_outcome, run_matrix_case
 from bindkit.cli import main
 
 PENDING_OTHER_HELPERS: set[str] = set()
 
 # -------------------------------------------------------------------------------------------
 # fixtures: each builder makes one named thing inside the cell directory
-
-
-@dataclass
-class Cell:
-    """A row's working directory, the shared base fixtures, and undo actions (unmount, chattr)."""
-
-    dir: Path
-    base: Path
-    undo: list[Callable[[], None]] = field(default_factory=list)
 
 
 def _lines(path: Path) -> list[bytes]:
@@ -648,37 +639,6 @@ def generate_saber_into(path: Path, seed: int = 0) -> None:
 
 # -------------------------------------------------------------------------------------------
 # the table
-
-
-@dataclass(frozen=True)
-class Case:
-    """One cell of the matrix.
-
-    ``unchanged``: paths (files or directories) whose bytes must not change; by default every
-    file present before a failing command (rc != 0), and the input fixtures of a successful one.
-    """
-
-    id: str
-    cmd: str
-    setup: tuple[str, ...] = ()
-    rc: int = 2
-    fragment: str = ""
-    unchanged: tuple[str, ...] | None = None
-    env: tuple[tuple[str, str], ...] = ()
-    absent: tuple[str, ...] = ()
-    slow: bool = False
-
-
-def C(
-    id: str,
-    cmd: str,
-    setup: str | tuple[str, ...] = "",
-    rc: int = 2,
-    fragment: str = "",
-    **kw: object,
-) -> Case:
-    steps = setup if isinstance(setup, tuple) else tuple(setup.split())
-    return Case(id, cmd, steps, rc, fragment, **kw)  # type: ignore[arg-type]
 
 
 # fmt: off
@@ -1436,55 +1396,9 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _snapshot(paths: list[Path]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for path in paths:
-        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-        for f in files:
-            out[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
-    return out
-
-
-@dataclass
-class Outcome:
-    rc: int
-    out: str
-    err: str
-    changed: list[str]
-    present: list[str]
-
-
 def run_case(case: Case, cell: Cell, monkeypatch: pytest.MonkeyPatch) -> Outcome:
-    """Build the row's fixtures in ``cell``, run its command in-process, and check the files.
-
-    An exception escaping ``main`` propagates: that is the in-process form of a traceback.
-    """
-    import contextlib
-    import io
-
-    monkeypatch.chdir(cell.dir)
-    monkeypatch.setenv("BINDKIT_CACHE_DIR", str(cell.dir / "cache"))
-    for key, value in case.env:
-        monkeypatch.setenv(key, value)
-    for name in case.setup:
-        _build(cell, name)
-    if case.unchanged is not None:
-        guarded = [cell.dir / p for p in case.unchanged]
-    elif case.rc != 0:
-        guarded = [cell.dir]
-    else:
-        guarded = [cell.dir / p for p in INPUTS if (cell.dir / p).exists()]
-    before = _snapshot(guarded)
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(shlex.split(case.cmd))
-        except SystemExit as exc:  # argparse usage errors
-            rc = exc.code if isinstance(exc.code, int) else 2
-    after = _snapshot([p for p in guarded if p.exists()])
-    changed = sorted(k for k in before if before[k] != after.get(k))
-    present = [p for p in case.absent if (cell.dir / p).exists()]
-    return Outcome(int(rc), out.getvalue(), err.getvalue(), changed, present)
+    """This file's builders and guarded inputs through the shared engine (``tests/_matrix.py``)."""
+    return run_matrix_case(case, cell, monkeypatch, _build, INPUTS)
 
 
 @pytest.fixture
@@ -1510,15 +1424,7 @@ def _params(slow: bool) -> list[object]:
     ]
 
 
-def _check(case: Case, outcome: Outcome) -> None:
-    text = outcome.out + outcome.err
-    assert "Traceback" not in outcome.err, outcome.err
-    assert outcome.rc == case.rc, f"rc {outcome.rc}, expected {case.rc}: {text[-2000:]}"
-    assert case.fragment in text, f"{case.fragment!r} not in: {text[-2000:]}"
-    assert not outcome.changed, f"changed: {outcome.changed}"
-    assert not outcome.present, f"must not exist: {outcome.present}"
-    if case.rc == 2 and outcome.err.startswith("bindkit: error:"):
-        assert outcome.err.count("bindkit: error:") == 1 and outcome.err.strip().count("\n") == 0
+_check = check_outcome
 
 
 @pytest.mark.parametrize("case", _params(slow=False))
