@@ -147,3 +147,77 @@ def test_fingerprint_records_the_real_image_pipeline(tiny_qwen2_vl: Path) -> Non
     assert images["std"] == list(processor.image_std)
     assert images["processor_resizes"] is True and images["stages"] == []
     assert model.describe()["positions"] == "mrope"
+
+
+def _perturbed_copy(source: Path, target: Path, delta: float) -> Path:
+    """A copy of a model folder whose first floating-point tensor is shifted by ``delta``."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(source, target)
+    if delta:
+        (weights,) = target.glob("*.safetensors")
+        tensors = load_file(weights)
+        name = next(k for k, v in tensors.items() if v.is_floating_point())
+        tensors[name] = tensors[name] + delta
+        save_file(tensors, weights, metadata={"format": "pt"})
+    return target
+
+
+def test_models_kept_under_a_cache_folder_do_not_share_vectors(
+    tiny_qwen2_vl: Path, tmp_path: Path
+) -> None:
+    """The review's repro: two copies of one model with other weights, both below ``~/.cache``
+    (the hub cache, a venv, a training output there), were served each other's vectors, since
+    every file below a ``.cache`` in the *absolute* path was skipped from the fingerprint."""
+    one = _perturbed_copy(tiny_qwen2_vl, tmp_path / ".cache" / "a" / "model", 0.0)
+    other = _perturbed_copy(tiny_qwen2_vl, tmp_path / ".cache" / "b" / "model", 0.5)
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    assert _second_run_embeds(f"mllm:{one}", f"mllm:{other}", cache, TEXTS, "text") == (2, 0)
+    same = _perturbed_copy(tiny_qwen2_vl, tmp_path / ".cache" / "c" / "model", 0.0)
+    twin = _model(f"mllm:{same}", cache)  # equal bytes elsewhere: the same model, reused
+    twin.embed_texts(TEXTS)
+    assert (twin.stats["embedded"], twin.stats["cached"]) == (0, 2)
+
+
+def test_adapters_with_one_folder_name_under_a_cache_folder_do_not_share_vectors(
+    tiny_qwen2_vl: Path, tmp_path: Path
+) -> None:
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModel
+
+    config = peft.LoraConfig(
+        r=2,
+        lora_alpha=2,
+        target_modules=r".*\.layers\.0\.self_attn\.q_proj$",
+        init_lora_weights=False,
+    )
+    adapters = []
+    for run in ("run1", "run2"):
+        base = AutoModel.from_pretrained(tiny_qwen2_vl)
+        adapter = tmp_path / ".cache" / run / "adapter-raw"
+        peft.get_peft_model(base, config).save_pretrained(adapter)  # random, other per run
+        adapters.append(f"mllm:{tiny_qwen2_vl}+adapter={adapter}")
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    assert _second_run_embeds(*adapters, cache, TEXTS, "text") == (2, 0)
+
+
+def test_the_fingerprint_covers_weights_config_and_tokenizer_but_not_the_hub_bookkeeping(
+    tmp_path: Path,
+) -> None:
+    from bindkit.embed.weights import directory_fingerprint
+
+    root = tmp_path / ".cache" / "model"
+    (root / ".cache" / "huggingface").mkdir(parents=True)
+    for name, text in (("model.safetensors", "w"), ("config.json", "{}"), ("vocab.txt", "a\n")):
+        (root / name).write_text(text)
+    start = directory_fingerprint(root)
+    assert start != directory_fingerprint(tmp_path / "empty")  # nothing was skipped
+    (root / ".cache" / "huggingface" / "download.json").write_text("{}")
+    (root / "README.md").write_text("a model card")
+    assert directory_fingerprint(root) == start
+    for name, text in (("vocab.txt", "b\n"), ("config.json", "{ }"), ("model.safetensors", "v")):
+        before = directory_fingerprint(root)
+        (root / name).write_text(text)
+        assert directory_fingerprint(root) != before, name

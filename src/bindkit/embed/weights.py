@@ -12,6 +12,9 @@ from typing import Any
 from bindkit.errors import BindkitError
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
+# configuration (.json) and tokenizer files (vocab.txt, merges.txt, *.model, *.tiktoken) change
+# the vectors as much as the weights do
+_FINGERPRINTED_SUFFIXES = (*_WEIGHT_SUFFIXES, ".json", ".txt", ".tiktoken")
 DIGESTS_FILE = "weight_digests.json"
 _MAX_REMEMBERED = 4096
 _remembered: dict[str, str] = {}
@@ -74,17 +77,21 @@ def _write_digests(stored: dict[str, str]) -> None:
 
 
 def directory_fingerprint(root: Path) -> str:
-    """Digest of a model directory's weights and configuration files."""
+    """Digest of a model directory's weights, configuration and tokenizer files.
+
+    Only the path *below* ``root`` decides what is skipped: a ``.cache`` folder inside the model
+    folder (huggingface_hub's download bookkeeping) is not part of the model, but a model that
+    itself lives under ``~/.cache`` (the hub cache, a venv, a training output) is hashed in full;
+    skipping on the absolute path gave every such model the digest of nothing, so two of them
+    shared cached vectors.
+    """
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
-        if not path.is_file() or ".cache" in path.parts:
+        relative = path.relative_to(root)
+        if not path.is_file() or ".cache" in relative.parts:
             continue
-        if (
-            path.suffix in _WEIGHT_SUFFIXES
-            or path.suffix == ".json"
-            or path.name.endswith(".model")
-        ):
-            digest.update(f"{path.relative_to(root)}={file_digest(path)}\n".encode())
+        if path.suffix in _FINGERPRINTED_SUFFIXES or path.name.endswith(".model"):
+            digest.update(f"{relative.as_posix()}={file_digest(path)}\n".encode())
     return digest.hexdigest()[:24]
 
 
