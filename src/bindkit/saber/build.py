@@ -47,6 +47,7 @@ from bindkit.saber.io import (
     Item,
     Kind,
     Role,
+    counts,
 )
 from bindkit.saber.vocab import Realization, Vocabulary, load_vocabulary
 
@@ -409,22 +410,6 @@ def build_saber(options: SaberOptions, vocab: Vocabulary) -> list[MCQ]:
         ]
         mcqs += [chain[step] for chain in chains]
     return mcqs
-
-
-def counts(mcqs: Sequence[MCQ]) -> dict[str, Any]:
-    """Summary counts recorded in the manifest and printed by the CLI."""
-    by_n: dict[str, int] = {}
-    for mcq in mcqs:
-        by_n[str(mcq.n)] = by_n.get(str(mcq.n), 0) + 1
-    return {
-        "mcqs": len(mcqs),
-        "candidates": sum(len(m.candidates) for m in mcqs),
-        "items": sum(len(m.items) for m in mcqs),
-        "independent": sum(m.kind == "independent" for m in mcqs),
-        "nested": sum(m.kind == "nested" for m in mcqs),
-        "chains": len({m.chain for m in mcqs if m.chain is not None}),
-        "by_n": by_n,
-    }
 
 
 def generate_saber(

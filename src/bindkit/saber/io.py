@@ -387,6 +387,22 @@ def _set_digest(files: Mapping[str, str], mcqs: Sequence[MCQ]) -> tuple[int, str
     return len(files), digest.hexdigest()
 
 
+def counts(mcqs: Sequence[MCQ]) -> dict[str, Any]:
+    """Summary counts recorded in the manifest and printed by the CLI."""
+    by_n: dict[str, int] = {}
+    for mcq in mcqs:
+        by_n[str(mcq.n)] = by_n.get(str(mcq.n), 0) + 1
+    return {
+        "mcqs": len(mcqs),
+        "candidates": sum(len(m.candidates) for m in mcqs),
+        "items": sum(len(m.items) for m in mcqs),
+        "independent": sum(m.kind == "independent" for m in mcqs),
+        "nested": sum(m.kind == "nested" for m in mcqs),
+        "chains": len({m.chain for m in mcqs if m.chain is not None}),
+        "by_n": by_n,
+    }
+
+
 def write_saber(
     directory: str | Path,
     mcqs: Sequence[MCQ],
@@ -409,7 +425,6 @@ def write_saber(
         DataFormatError: an item points to an image file that does not exist.
     """
     from bindkit._io import atomic_write_bytes, atomic_write_text, jsonl_bytes, sha256_bytes
-    from bindkit.saber.build import counts
 
     root = Path(directory)
     data = jsonl_bytes(m.to_json() for m in mcqs)

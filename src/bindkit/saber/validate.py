@@ -16,7 +16,8 @@ from typing import Any
 from bindkit._io import sha256_file
 from bindkit.errors import DataFormatError
 from bindkit.saber import language
-from bindkit.saber.build import assignment, counts
+from bindkit.saber.build import assignment
+from bindkit.saber.io import counts
 from bindkit.saber.io import (
     CANDIDATE_ROLES,
     FORMAT_NAME,

@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import random
-import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -28,12 +27,17 @@ from bindkit.errors import BindkitError, DataFormatError, PathError
 from bindkit.synth.backends.base import AsyncBackend, Backend, Rejected
 from bindkit.synth.diversity import Controller, Plan
 from bindkit.synth.example import Example, complete
+from bindkit.synth.rundir import (
+    EXAMPLES,
+    FORMAT,
+    MANIFEST,
+    check_out,
+    clean_temporary,
+    read_manifest,
+)
 from bindkit.synth.validate import validate_example
 
-EXAMPLES = "examples.jsonl"
 REJECTED = "rejected.jsonl"
-MANIFEST = "manifest.json"
-FORMAT = "bindkit-synth-run"
 MAX_N = 10_000_000
 DEADLINE = 600.0  # seconds without any answer from an endpoint before a run stops
 
@@ -462,75 +466,6 @@ def _synth_data_hashes() -> dict[str, str]:
         "controls_sha256": sha256_bytes(root.joinpath("controls.toml").read_bytes()),
         "data_sha256": sha256_bytes("\n".join(digest).encode()),
     }
-
-
-def read_manifest(out: Path) -> dict[str, Any] | None:
-    """``OUT/manifest.json`` of a synth run, None when absent; a foreign one is an error."""
-    path = out / MANIFEST
-    if not path.is_file():
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise DataFormatError(
-            f"{path}: corrupt manifest; restore it, or start a new --out"
-        ) from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        kind = manifest.get("format") if isinstance(manifest, dict) else None
-        raise BindkitError(
-            f"{out}: holds another kind of data ({kind or 'an unknown manifest'}), not a synth "
-            "run; choose an empty or new --out"
-        )
-    return manifest
-
-
-def check_out(out: Path) -> None:
-    """Refuse an --out that is not a synth run (a SABER directory, any other non-empty one);
-    create a new one."""
-    from bindkit._lock import LOCK_NAME
-
-    if out.exists() and not out.is_dir():
-        raise BindkitError(f"--out {out}: is a file, not a directory; choose a directory")
-    if not out.exists():
-        try:
-            out.mkdir(parents=True)
-        except OSError as exc:
-            raise BindkitError(
-                f"--out {out}: cannot create it ({exc.strerror}); choose another directory"
-            ) from None
-        return
-    if (out / "saber.jsonl").exists():
-        raise BindkitError(f"--out {out}: is a SABER directory; choose an empty or new --out")
-    if read_manifest(out) is None and not (out / EXAMPLES).exists():
-        foreign = sorted(
-            p.name for p in out.iterdir() if p.name != LOCK_NAME and not _is_temporary(p)
-        )
-        if foreign:
-            raise BindkitError(
-                f"--out {out}: not empty ({foreign[0]}, ...) and not a synth run; choose an "
-                "empty or new --out"
-            )
-
-
-def _is_temporary(path: Path) -> bool:
-    return path.name.startswith(".") and path.name.endswith(".tmp")
-
-
-def clean_temporary(out: Path) -> list[Path]:
-    """Delete what killed runs left behind (atomic-write temp files, split staging folders).
-
-    Call it only while holding the directory's lock: a live writer's temp files look the same.
-    """
-    removed = []
-    for folder in [out, *(p for p in out.iterdir() if p.is_dir() and not _is_temporary(p))]:
-        for path in folder.iterdir():
-            if _is_temporary(path):
-                if path.is_dir():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
-                removed.append(path)
-    return removed
 
 
 def _manifest(

@@ -327,7 +327,7 @@ def check_variants_kept(
 
 
 def _run_seed(directory: Path) -> int:
-    from bindkit.synth.generate import read_manifest
+    from bindkit.synth.rundir import read_manifest
 
     manifest = read_manifest(directory)
     seed = (manifest or {}).get("identity", {}).get("seed", 0)
@@ -338,7 +338,7 @@ def _write_set(
     directory: Path, seed: int | None, exclude_vocab: str | Path | None, mixed_lengths: bool
 ) -> dict[str, int]:
     from bindkit import __version__
-    from bindkit.synth.generate import clean_temporary
+    from bindkit.synth.rundir import clean_temporary
 
     clean_temporary(directory)
     seed = _run_seed(directory) if seed is None else seed
