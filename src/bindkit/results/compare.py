@@ -109,7 +109,7 @@ def find_result(
     Raises:
         BindkitError: none or several match (naming what is there).
     """
-    from bindkit.results.instructions import instruction_of
+    from bindkit.results.records import instruction_of
 
     found = [(p, r) for p, r in collect_paths(root) if r["task"] == task]
     if not found:

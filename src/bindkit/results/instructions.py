@@ -15,12 +15,14 @@ import math
 import re
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bindkit._io import atomic_write_figure
 from bindkit.errors import DataFormatError
+from bindkit.results.records import instruction_of
 from bindkit.results.tables import Table, label, pct
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")
@@ -129,17 +131,12 @@ def _structured(path: Path, text: str) -> list[tuple[str, Instruction]]:
 
 
 # -- report --------------------------------------------------------------------------------
-def instruction_of(record: dict[str, Any]) -> str | None:
-    """The sweep instruction a result was computed with (None: not part of a sweep)."""
-    options = record.get("options")
-    name = options.get("instruction") if isinstance(options, dict) else None
-    return name if isinstance(name, str) else None
+#: a record's headline (score name, value), or None: the report's rule, passed in by the report
+Headline = Callable[[dict[str, Any]], "tuple[str, float] | None"]
 
 
-def _main(record: dict[str, Any]) -> float | None:
-    from bindkit.results.report import _headline_score
-
-    found = _headline_score(record)
+def _main(record: dict[str, Any], headline: Headline) -> float | None:
+    found = headline(record)
     return None if found is None or math.isnan(found[1]) else found[1]
 
 
@@ -154,13 +151,13 @@ def spread(values: list[float]) -> dict[str, float]:
 
 
 def sweep_groups(
-    records: list[dict[str, Any]],
+    records: list[dict[str, Any]], headline: Headline
 ) -> dict[tuple[str, str, str, str, str], dict[str, float]]:
     """(model, task, data, subset, pairing) → instruction name → main score, for sweep
     results."""
     groups: dict[tuple[str, str, str, str, str], dict[str, float]] = defaultdict(dict)
     for r in records:
-        name, value = instruction_of(r), _main(r)
+        name, value = instruction_of(r), _main(r, headline)
         if name is None or value is None:
             continue
         key = (label(r), r["task"], str(r["data"]["name"]), str(r.get("subset")), r["pairing"])
@@ -168,10 +165,10 @@ def sweep_groups(
     return dict(groups)
 
 
-def sweep_tables(records: list[dict[str, Any]]) -> list[Table]:
+def sweep_tables(records: list[dict[str, Any]], headline: Headline) -> list[Table]:
     """Per model: each instruction's main score per (task, data, subset, pairing), then the
     mean, standard deviation, min and max across instructions (%)."""
-    groups = sweep_groups(records)
+    groups = sweep_groups(records, headline)
     by_model: dict[str, list[tuple[tuple[str, ...], dict[str, float]]]] = defaultdict(list)
     for key, scores in sorted(groups.items()):
         by_model[key[0]].append((key[1:], scores))
@@ -190,9 +187,9 @@ def sweep_tables(records: list[dict[str, Any]]) -> list[Table]:
     return tables
 
 
-def plot_sweep(records: list[dict[str, Any]], path: Path) -> Path | None:
+def plot_sweep(records: list[dict[str, Any]], path: Path, headline: Headline) -> Path | None:
     """A strip plot: one row per (model, task, subset, pairing), one dot per instruction."""
-    groups = sweep_groups(records)
+    groups = sweep_groups(records, headline)
     if not groups:
         return None
     try:

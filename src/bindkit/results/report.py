@@ -19,56 +19,22 @@ from typing import Any
 
 from bindkit._io import atomic_write_figure, atomic_write_text
 from bindkit.errors import BindkitError
-from bindkit.results.store import collect, data_key, is_partial
+from bindkit.results.records import data_id, data_labels, group_by_data, instruction_of, subset_of
+from bindkit.results.store import collect, is_partial
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 
 FORMATS = (".md", ".html", ".csv", ".tex")
 __all__ = ["Table", "build_tables", "group_by_data", "pct", "write_report"]
 
 
-def _subset(record: dict[str, Any]) -> str:
-    return str(record.get("subset", "default"))
-
-
-def _data_id(record: dict[str, Any]) -> str:
-    data = record["data"]
-    if isinstance(data.get("key"), str):
-        return str(data["key"])
-    return data_key(str(data["name"]), str(data.get("source", data["name"])))
-
-
 def _latest(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One record per (model, task, data, subset, pairing): the newest."""
     best: dict[tuple[str, ...], dict[str, Any]] = {}
     for r in records:
-        from bindkit.results.instructions import instruction_of
-
-        key = (label(r), r["task"], _data_id(r), _subset(r), r["pairing"], instruction_of(r) or "")
+        key = (label(r), r["task"], data_id(r), subset_of(r), r["pairing"], instruction_of(r) or "")
         if key not in best or r["created"] >= best[key]["created"]:
             best[key] = r
     return list(best.values())
-
-
-def data_labels(records: list[dict[str, Any]]) -> dict[str, str]:
-    """Data id → its name, or "name (source)" where two sources share a name."""
-    sources: dict[str, set[str]] = defaultdict(set)
-    for r in records:
-        sources[str(r["data"]["name"])].add(_data_id(r))
-    out = {}
-    for r in records:
-        name = str(r["data"]["name"])
-        clash = len(sources[name]) > 1
-        out[_data_id(r)] = f"{name} ({r['data'].get('source', '?')})" if clash else name
-    return out
-
-
-def group_by_data(records: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Records grouped by where their data came from, labelled for tables."""
-    labels = data_labels(records)
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        groups[labels[_data_id(r)]].append(r)
-    return sorted(groups.items())
 
 
 def _meta(task: str) -> Any:
@@ -101,7 +67,7 @@ def _headline_score(record: dict[str, Any]) -> tuple[str, float] | None:
 def _subset_order(task: str, records: list[dict[str, Any]]) -> list[str]:
     meta = _meta(task)
     declared = list(meta.subsets) if meta is not None else []
-    present = list(dict.fromkeys(_subset(r) for r in records))
+    present = list(dict.fromkeys(subset_of(r) for r in records))
     return [s for s in declared if s in present] + [s for s in present if s not in declared]
 
 
@@ -116,7 +82,7 @@ def partial_results(records: list[dict[str, Any]]) -> Table | None:
         if is_partial(r):
             counts = as_dict(r.get("counts"))
             rows.append(
-                [label(r), r["task"], labels[_data_id(r)], _subset(r), r["pairing"]]
+                [label(r), r["task"], labels[data_id(r)], subset_of(r), r["pairing"]]
                 + [str(counts.get(k, "?")) for k in ("missing_images", "scored")]
             )
     if not rows:
@@ -142,16 +108,16 @@ def overview(records: list[dict[str, Any]]) -> Table:
     columns: dict[str, None] = {}
     order = {p: i for i, p in enumerate(PAIRING_ORDER)}
     for r in sorted(
-        records, key=lambda r: (r["task"], labels[_data_id(r)], order.get(r["pairing"], 9))
+        records, key=lambda r: (r["task"], labels[data_id(r)], order.get(r["pairing"], 9))
     ):
         hit = _headline_score(r)
         if hit is None:
             continue
         name, value = hit
         pairing = PAIRING_NAMES.get(r["pairing"], r["pairing"])
-        where = labels[_data_id(r)]
-        if not _averaged(r["task"]) and _subset(r) != "default":
-            where = f"{where} {_subset(r)}"
+        where = labels[data_id(r)]
+        if not _averaged(r["task"]) and subset_of(r) != "default":
+            where = f"{where} {subset_of(r)}"
         column = f"{r['task']} {where} {pairing} {name}"
         columns[column] = None
         cells[(label(r), column)].append(value)
@@ -186,9 +152,9 @@ def per_subset(task: str, records: list[dict[str, Any]]) -> list[Table]:
         cell: dict[tuple[str, str, str], dict[str, Any]] = {}
         partial = set()
         for r in group:
-            cell[(label(r), r["pairing"], _subset(r))] = r["scores"]
+            cell[(label(r), r["pairing"], subset_of(r))] = r["scores"]
             if is_partial(r):
-                partial.add((label(r), r["pairing"], _subset(r)))
+                partial.add((label(r), r["pairing"], subset_of(r)))
         rows = []
         for model in dict.fromkeys(label(r) for r in group):
             for pairing in [p for p in PAIRING_ORDER if any(k[1] == p for k in cell)]:
@@ -222,10 +188,10 @@ def sources(records: list[dict[str, Any]]) -> Table:
     for r in records:
         data = r["data"]
         seen.setdefault(
-            _data_id(r),
+            data_id(r),
             [
                 r["task"],
-                labels[_data_id(r)],
+                labels[data_id(r)],
                 str(data.get("source", "?")),
                 str(data.get("sha256", ""))[:12],
             ],
@@ -236,13 +202,13 @@ def sources(records: list[dict[str, Any]]) -> Table:
 def build_tables(
     records: list[dict[str, Any]], warn: Callable[[str], None] | None = None
 ) -> list[Table]:
-    from bindkit.results.instructions import instruction_of, sweep_tables
+    from bindkit.results.instructions import sweep_tables
 
     records = _latest(records)
     swept = [r for r in records if instruction_of(r) is not None]
     records = [r for r in records if instruction_of(r) is None]  # plain runs: one per cell
     if not records:
-        return [*sweep_tables(swept), sources(swept)]
+        return [*sweep_tables(swept, _headline_score), sources(swept)]
     tables = [overview(records)]
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
@@ -260,7 +226,7 @@ def build_tables(
     marked = partial_results(records)
     if marked is not None:
         tables.append(marked)
-    tables += sweep_tables(swept)
+    tables += sweep_tables(swept, _headline_score)
     tables.append(sources(records + swept))
     return tables
 
@@ -357,7 +323,6 @@ def to_csv(records: list[dict[str, Any]]) -> str:
             "instruction",
         ]
     )
-    from bindkit.results.instructions import instruction_of
 
     for r in _latest(records):
         for metric, value in r["scores"].items():
@@ -369,7 +334,7 @@ def to_csv(records: list[dict[str, Any]]) -> str:
                         r["task"],
                         r["data"]["name"],
                         r["data"].get("source"),
-                        _subset(r),
+                        subset_of(r),
                         r["pairing"],
                         metric,
                         key,
@@ -465,11 +430,13 @@ def write_report(
         raise BindkitError(f"--out {target}: use a {', '.join(FORMATS)} file name")
     plots = []
     if target.suffix in (".md", ".html"):
-        from bindkit.results.instructions import instruction_of, plot_sweep
+        from bindkit.results.instructions import plot_sweep
 
         plain = [r for r in records if instruction_of(r) is None]
         plot = plot_by_n(plain, target.with_name(f"{target.stem}_saber_by_n.png"))
-        sweep = plot_sweep(records, target.with_name(f"{target.stem}_instructions.png"))
+        sweep = plot_sweep(
+            records, target.with_name(f"{target.stem}_instructions.png"), _headline_score
+        )
         plots = [p for p in (plot, sweep) if p]
     tables = build_tables(records, warn)
     names = [p.name for p in plots]

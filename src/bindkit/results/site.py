@@ -30,17 +30,15 @@ from bindkit._io import (
     make_dirs,
 )
 from bindkit.errors import BindkitError
+from bindkit.results.records import data_id, data_labels, subset_of
 from bindkit.results.report import (
     PARTIAL_MARK,
     _averaged,
-    _data_id,
     _headline_score,
     _latest,
     _number,
     _score_names,
-    _subset,
     _subset_order,
-    data_labels,
     plot_by_n,
 )
 from bindkit.results.store import collect_paths, is_partial
@@ -87,7 +85,7 @@ def _provenance(record: dict[str, Any], link: str) -> dict[str, Any]:
         "data": data.get("name"),
         "data_sha256": data.get("sha256"),
         "data_source": data.get("source"),
-        "subset": _subset(record),
+        "subset": subset_of(record),
         "pairing": record["pairing"],
         "options": record.get("options", {}),
         "metrics_version": prov.get("metrics_version"),
@@ -112,7 +110,7 @@ def build_site(files: list[tuple[str, dict[str, Any]]]) -> Site:
     labels = data_labels(records)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        groups[(r["task"], labels[_data_id(r)])].append(r)
+        groups[(r["task"], labels[data_id(r)])].append(r)
     for (task, where), group in sorted(groups.items()):
         for subset in _subset_order(task, group):
             table = _benchmark_table(task, where, subset, group, ids)
@@ -130,14 +128,14 @@ def _overview(records: list[dict[str, Any]], ids: dict[int, str]) -> SiteTable:
     cells: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     columns: dict[str, None] = {}
     for r in sorted(
-        records, key=lambda r: (r["task"], labels[_data_id(r)], order.get(r["pairing"], 9))
+        records, key=lambda r: (r["task"], labels[data_id(r)], order.get(r["pairing"], 9))
     ):
         hit = _headline_score(r)
         if hit is None:
             continue
-        where = labels[_data_id(r)]
-        if not _averaged(r["task"]) and _subset(r) != "default":
-            where = f"{where} {_subset(r)}"
+        where = labels[data_id(r)]
+        if not _averaged(r["task"]) and subset_of(r) != "default":
+            where = f"{where} {subset_of(r)}"
         column = f"{r['task']} {where} {PAIRING_NAMES.get(r['pairing'], r['pairing'])} {hit[0]}"
         columns[column] = None
         cells[(label(r), column)].append(r)
@@ -160,7 +158,7 @@ def _benchmark_table(
     task: str, where: str, subset: str, group: list[dict[str, Any]], ids: dict[int, str]
 ) -> SiteTable:
     """Models × (pairing, score) for one benchmark, data and subset."""
-    mine = [r for r in group if _subset(r) == subset]
+    mine = [r for r in group if subset_of(r) == subset]
     found: dict[tuple[str, str], dict[str, Any]] = {(label(r), r["pairing"]): r for r in mine}
     pairings = [p for p in PAIRING_ORDER if any(r["pairing"] == p for r in mine)]
     pairings += sorted({r["pairing"] for r in mine} - set(pairings))

@@ -82,7 +82,7 @@ def evaluate_pairs(
 
 def tag_tables(task: str, what: str, records: list[dict[str, Any]]) -> list[Table]:
     """Per data: model × score rows, one column per tag (Winoground's tags, BiVLC's types)."""
-    from bindkit.results.report import group_by_data
+    from bindkit.results.records import group_by_data
 
     tables = []
     for data_name, group in group_by_data(records):

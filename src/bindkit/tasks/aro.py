@@ -239,7 +239,7 @@ class ARO(Task):
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         """VG-Relation's per-relation and VG-Attribution's per-attribute-pair accuracy: the
         groups the macro score averages (rows), one column per model."""
-        from bindkit.results.report import group_by_data
+        from bindkit.results.records import group_by_data
 
         tables = []
         for data_name, group in group_by_data(records):

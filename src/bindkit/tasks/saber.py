@@ -137,7 +137,7 @@ class SaberTask(Task):
         return out | {m.id: shown(m.query, query_modality) for m in saber.mcqs}
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
-        from bindkit.results.report import group_by_data
+        from bindkit.results.records import group_by_data
 
         tables: list[Table] = []
         for data_name, group in group_by_data(records):

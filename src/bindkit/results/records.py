@@ -1,0 +1,52 @@
+"""Accessors of result records that every reader shares: tasks' tables, the report, compare.
+
+Pure functions of one record (or a list of them) as ``results.store`` writes them; nothing here
+knows a task, so tasks may import it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from bindkit.results.store import data_key
+
+
+def subset_of(record: dict[str, Any]) -> str:
+    return str(record.get("subset", "default"))
+
+
+def data_id(record: dict[str, Any]) -> str:
+    data = record["data"]
+    if isinstance(data.get("key"), str):
+        return str(data["key"])
+    return data_key(str(data["name"]), str(data.get("source", data["name"])))
+
+
+def instruction_of(record: dict[str, Any]) -> str | None:
+    """The sweep instruction a result was computed with (None: not part of a sweep)."""
+    options = record.get("options")
+    name = options.get("instruction") if isinstance(options, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def data_labels(records: list[dict[str, Any]]) -> dict[str, str]:
+    """Data id → its name, or "name (source)" where two sources share a name."""
+    sources: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        sources[str(r["data"]["name"])].add(data_id(r))
+    out = {}
+    for r in records:
+        name = str(r["data"]["name"])
+        clash = len(sources[name]) > 1
+        out[data_id(r)] = f"{name} ({r['data'].get('source', '?')})" if clash else name
+    return out
+
+
+def group_by_data(records: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Records grouped by where their data came from, labelled for tables."""
+    labels = data_labels(records)
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        groups[labels[data_id(r)]].append(r)
+    return sorted(groups.items())
