@@ -69,5 +69,8 @@ def _mine(args: argparse.Namespace) -> int:
         ),
         max_memory=None if args.max_memory is None else parse_size(args.max_memory),
     )
-    mine(args.model, args.data, args.out, config)
+    from bindkit.hub.read import local_path
+
+    # an exported split (HFDIR:train) becomes its files in bindkit's layout here, at the edge
+    mine(args.model, local_path(args.data), args.out, config)
     return 0

@@ -26,13 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError, DataFormatError
+from bindkit.hub.format import EXPORT_FILE, FORMAT, FORMAT_VERSION, KINDS, SIDECARS, require_hf
 
-EXPORT_FILE = "bindkit.json"
-SIDECARS = "bindkit"
-FORMAT = "bindkit-hf-export"
-FORMAT_VERSION = 1
-KINDS = ("saber", "synth", "clusters")
 CARD = "README.md"
+__all__ = ["EXPORT_FILE", "FORMAT", "FORMAT_VERSION", "KINDS", "SIDECARS"]
 
 
 @dataclass
@@ -73,16 +70,6 @@ class Export:
     tags: list[str]
     made: list[str]  # lines of the card's "How it was made" section
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def _require_hf() -> None:
-    try:
-        import datasets  # noqa: F401
-        import huggingface_hub  # noqa: F401
-    except ImportError:
-        raise BindkitError(
-            "Hugging Face export and import need `datasets`: pip install 'bindkit[hf]'"
-        ) from None
 
 
 def _sha256(data: bytes) -> str:
@@ -230,7 +217,7 @@ def synth_export(directory: str | Path) -> Export:
 def clusters_export(path: str | Path) -> Export:
     """A ``bindkit mine`` output file (and its ``.diagnostics.json`` when present)."""
     from bindkit.hub.schema import cluster_features
-    from bindkit.mining.pipeline import sidecar
+    from bindkit.mining.data import sidecar
     from bindkit.saber.io import iter_lines
 
     path = Path(path)
@@ -476,7 +463,7 @@ def export(
             f"--license {license!r}: give a licence identifier of the Hub's list, "
             "e.g. mit, cc-by-4.0 or other"
         )
-    _require_hf()
+    require_hf()
     built = BUILDERS[kind](source)
     default_license = "other" if kind == "clusters" else "mit"  # clusters inherit their input's
     return write_export(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.hub.export import EXPORT_FILE, FORMAT, FORMAT_VERSION, KINDS, SIDECARS
+from bindkit.hub.format import EXPORT_FILE, FORMAT, FORMAT_VERSION, KINDS, SIDECARS, require_hf
 
 HUB_PREFIX = "hf:"
 COMPLETE = ".complete"
@@ -118,7 +118,6 @@ def materialize(root: Path, record: dict[str, Any]) -> Path:
     """Rebuild the export's bindkit files once (a content-addressed cache folder) and return
     the folder; every rebuilt file must have the hash the export recorded."""
     from bindkit._io import sha256_bytes
-    from bindkit.hub.export import _require_hf
 
     key = sha256_bytes((root / EXPORT_FILE).read_bytes())[:20]
     # under the source's own name, so results name the data as they did for the original
@@ -126,7 +125,7 @@ def materialize(root: Path, record: dict[str, Any]) -> Path:
     target = cache_root() / key / (name or record["kind"])
     if (target / COMPLETE).is_file():
         return target
-    _require_hf()
+    require_hf()
     staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     try:

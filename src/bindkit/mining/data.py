@@ -18,6 +18,12 @@ IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".
 FIELDS = ("query", "positive", "label", "instruction", "task")
 
 
+def sidecar(out: Path, suffix: str) -> Path:
+    """``clusters.jsonl`` → ``clusters<suffix>`` (e.g. ``.diagnostics.json``): the files that
+    travel with a clusters file."""
+    return out.with_name(out.stem + suffix)
+
+
 @dataclass(frozen=True)
 class Side:
     """One query or positive: its modality and the value an embedder takes (text or path)."""

@@ -17,13 +17,13 @@ from bindkit._io import sha256_file
 from bindkit.errors import DataFormatError
 from bindkit.saber import language
 from bindkit.saber.build import assignment
-from bindkit.saber.io import counts
 from bindkit.saber.io import (
     CANDIDATE_ROLES,
     FORMAT_NAME,
     FORMAT_VERSION,
     MCQ,
     SABER_FILE,
+    counts,
     drawn_for_sha256,
     image_set_sha256,
     mcq_from_json,

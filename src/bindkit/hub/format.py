@@ -1,0 +1,22 @@
+"""The export format's names, shared by ``hub.export`` (which writes it) and ``hub.read``."""
+
+from __future__ import annotations
+
+from bindkit.errors import BindkitError
+
+EXPORT_FILE = "bindkit.json"
+SIDECARS = "bindkit"
+FORMAT = "bindkit-hf-export"
+FORMAT_VERSION = 1
+KINDS = ("saber", "synth", "clusters")
+
+
+def require_hf() -> None:
+    """Refuse, in one line, when the Hugging Face extra is not installed."""
+    try:
+        import datasets  # noqa: F401
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        raise BindkitError(
+            "Hugging Face export and import need `datasets`: pip install 'bindkit[hf]'"
+        ) from None
