@@ -69,8 +69,5 @@ def _mine(args: argparse.Namespace) -> int:
         ),
         max_memory=None if args.max_memory is None else parse_size(args.max_memory),
     )
-    from bindkit.hub.read import local_path
-
-    # an exported split (HFDIR:train) becomes its files in bindkit's layout here, at the edge
-    mine(args.model, local_path(args.data), args.out, config)
+    mine(args.model, args.data, args.out, config)
     return 0

@@ -371,8 +371,8 @@ def mine(
     Args:
         model: a model spec (loaded with the embedding cache) or an :class:`Embedder`.
         data: JSONL rows with ``query``, ``positive`` and optional ``label``, ``instruction``,
-            ``task`` (an exported split, ``HFDIR:train``, is resolved by the caller with
-            :func:`bindkit.hub.read.local_path`, as ``bindkit mine`` does).
+            ``task``; or an exported split (``HFDIR:train``), read through
+            :func:`bindkit.hub.read.local_path`.
         out: the clusters JSONL to write (replaced atomically, so a killed run leaves the
             previous file or none; rerunning restarts, reusing cached embeddings).
         config: method and options.
@@ -383,9 +383,12 @@ def mine(
     """
     from bindkit import __version__
     from bindkit._io import atomic_write_bytes, atomic_write_text, jsonl_bytes, sha256_file
+    from bindkit.hub.read import local_path
 
     config = config or MineConfig()
     out = Path(out)
+    if (local := local_path(data)) != Path(data):  # an exported split (HFDIR:train)
+        data = local
     check_output(out, Path(data))
     rows = read_pairs(data)
     check_sizes(rows, config.k)
