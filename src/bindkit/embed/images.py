@@ -25,6 +25,9 @@ class ImageRef:
 
 ImageInput = Union[str, Path, ImageRef, "Image.Image"]
 
+#: the suffixes that make a data value an image path rather than a text (mining and training rows)
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"})
+
 
 def as_ref(image: ImageInput) -> ImageRef | Image.Image:
     if isinstance(image, ImageRef):

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bindkit.embed.images import IMAGE_SUFFIXES
 from bindkit.errors import DataFormatError
 
-IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"})
 FIELDS = ("query", "positive", "label", "instruction", "task")
 
 

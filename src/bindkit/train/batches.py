@@ -31,7 +31,7 @@ def text_items(texts: Sequence[str], instruction: str | None = None) -> list[Ite
 
 def item(value: str, instruction: str | None, base: Path) -> Item:
     """A text, or an image when ``value`` names an image file (relative to ``base``)."""
-    from bindkit.mining.data import IMAGE_SUFFIXES
+    from bindkit.embed.images import IMAGE_SUFFIXES
 
     if Path(value).suffix.lower() in IMAGE_SUFFIXES:
         path = Path(value) if Path(value).is_absolute() else base / value
