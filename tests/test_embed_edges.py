@@ -35,11 +35,11 @@ def test_vlm2vec_squares_an_image_with_a_side_under_28_pixels() -> None:
 
 def test_vlm2vec_prepare_image_applies_the_rule_and_other_families_do_not() -> None:
     pytest.importorskip("torch")
-    from bindkit.embed.backends.mllm import MLLMEmbedder
+    from bindkit.embed.backends.mllm import FAMILY_DEFAULTS, MLLMEmbedder
 
     for family, expected in (("vlm2vec", (56, 56)), ("mllm", (20, 90))):
         embedder = object.__new__(MLLMEmbedder)  # prepare_image reads only these attributes
-        embedder.family, embedder.square, embedder.stages = family, None, ()
+        embedder.defaults, embedder.square, embedder.stages = FAMILY_DEFAULTS[family], None, ()
         assert embedder.prepare_image(Image.new("RGB", (20, 90))).size == expected
 
 
