@@ -8,6 +8,7 @@ serve the first one's vectors.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ def _pictures(tmp_path: Path) -> list[Path]:
 
 
 def _model(spec: str, cache: EmbeddingCache) -> Any:
-    return load_embedder(spec, cache=cache, progress=False, dtype="float32")
+    dtype = {} if spec.startswith(("builtin:", "open_clip:")) else {"dtype": "float32"}
+    return load_embedder(spec, cache=cache, progress=False, **dtype)
 
 
 def _embed(model: Any, inputs: list[Any], modality: str) -> None:
@@ -221,3 +223,79 @@ def test_the_fingerprint_covers_weights_config_and_tokenizer_but_not_the_hub_boo
         before = directory_fingerprint(root)
         (root / name).write_text(text)
         assert directory_fingerprint(root) != before, name
+
+
+def _random_adapter(spec: str, out: Path, seed: int) -> Path:
+    """A LoRA adapter of ``spec`` with random (non-zero) updates, saved in peft format."""
+    import torch
+
+    from bindkit.train.lora import add_lora, save_adapter
+    from bindkit.train.trainer import load_trainable
+
+    torch.manual_seed(seed)
+    model = add_lora(load_trainable(spec, None).module, seed=seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(0.0, 0.5)
+    save_adapter(model, out)
+    return out
+
+
+@pytest.mark.parametrize("spec", ["st:default", "builtin:tiny-clip"])
+def test_adapter_weights_change_the_key(spec: str, tmp_path: Path) -> None:
+    """Two adapters with one folder name and other weights: never each other's vectors."""
+    pytest.importorskip("peft")
+    one = _random_adapter(spec, tmp_path / "run1" / "adapter-raw", seed=1)
+    other = _random_adapter(spec, tmp_path / "run2" / "adapter-raw", seed=2)
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    first, second = f"{spec}+adapter={one}", f"{spec}+adapter={other}"
+    assert _second_run_embeds(first, second, cache, TEXTS, "text") == (2, 0)
+
+
+def test_st_max_length_changes_the_key(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    texts = ["a striped cube beside a transparent kite on a wooden table near the window"] * 1
+    texts.append("a red cube and a blue sphere and a green cone and a yellow torus")
+    assert _second_run_embeds("st:default", "st:default+max_length=4", cache, texts, "text") == (
+        2,
+        0,
+    )
+
+
+def test_an_image_rewritten_in_place_is_embedded_again(tmp_path: Path) -> None:
+    """The key is the file's bytes, not its path: an edited picture is a new input."""
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    pictures = _pictures(tmp_path)
+    model = _model("builtin:tiny-clip", cache)
+    before = model.embed_images(pictures)
+    rng = np.random.default_rng(1)
+    Image.fromarray((rng.random((40, 50, 3)) * 255).astype("uint8")).save(pictures[0])
+    after = model.embed_images(pictures)
+    assert (model.stats["embedded"], model.stats["cached"]) == (3, 1)
+    assert not np.allclose(before[0], after[0]) and np.allclose(before[1], after[1])
+
+
+def test_open_clip_weight_files_with_one_name_do_not_share_vectors(tmp_path: Path) -> None:
+    from tests.test_embed_open_clip import TINY, _import_open_clip
+
+    if importlib.util.find_spec("open_clip") is None:
+        pytest.skip("open_clip_torch is not installed (pip install 'bindkit[clip]')")
+    import json
+
+    import torch
+
+    open_clip = _import_open_clip()
+    config = tmp_path / "TinyCLIPKey.json"
+    config.write_text(json.dumps(TINY))
+    open_clip.add_model_config(config)
+    files = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        model = open_clip.create_model("TinyCLIPKey")
+        path = tmp_path / f"run{seed}" / "weights.pt"
+        path.parent.mkdir()
+        torch.save(model.state_dict(), path)
+        files.append(f"open_clip:TinyCLIPKey/{path}")
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    assert _second_run_embeds(*files, cache, TEXTS, "text") == (2, 0)
