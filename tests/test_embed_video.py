@@ -742,3 +742,18 @@ def test_without_pyav_one_line(clip: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "av", None)  # import av raises ImportError
     with pytest.raises(BindkitError, match=r"need PyAV; pip install 'bindkit\[mllm\]'"):
         video_module.probe_file(clip)
+
+
+def test_a_frame_folder_digest_follows_every_frame_s_bytes(tmp_path: Path) -> None:
+    """A frame folder's cache key reads its frames' bytes, not only their names."""
+    from bindkit.embed.video import video_digest
+
+    folders = []
+    for name, value in (("a", 10), ("b", 10), ("c", 200)):
+        folder = tmp_path / name
+        folder.mkdir()
+        for i in range(3):
+            shade = value if i == 2 else 50
+            Image.new("RGB", (8, 8), (shade, shade, shade)).save(folder / f"{i:03d}.png")
+        folders.append(video_digest(folder))
+    assert folders[0] == folders[1] and folders[0] != folders[2]
