@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from bindkit.errors import DataFormatError
 

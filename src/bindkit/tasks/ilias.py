@@ -83,6 +83,7 @@ class IliasData:
     distractor_root: Path
     taxonomy: dict[str, tuple[str, str, str]] | None  # object → (category, mid, fine)
     distractors: list[str] = field(default_factory=list)  # the first N of distractor_ids.txt.gz
+    texts: dict[str, str] = field(default_factory=dict)  # text query id → its file's text
 
 
 def instance(image_id: str) -> str:
@@ -297,8 +298,8 @@ class _IliasBase(Task):
         self._database: dict[tuple[str, str | None, int, str], np.ndarray] = {}
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
-        """The id files, and what the options name, checked before any model loads: the
-        distractor ids asked for, and with ``crop`` every image query's box."""
+        """The id files, the text queries and what the options name, read before any model
+        loads: the distractor ids asked for, and with ``crop`` every image query's box."""
         assert data is not None
         dataset = load_ilias(data, image_root, self.fine)
         payload: IliasData = dataset.payload
@@ -306,6 +307,7 @@ class _IliasBase(Task):
             payload.distractors = read_distractors(payload.ids_dir / DISTRACTORS, self.distractors)
         if self.crop:
             check_query_boxes(payload.core, payload.image_queries)
+        payload.texts = {q: _read_text(payload.core / q) for q in payload.text_queries}
         return dataset
 
     def options(self, subset: str) -> dict[str, Any]:
@@ -407,7 +409,7 @@ class _IliasBase(Task):
     ) -> np.ndarray:
         instruction = self.query_instruction(subset, ctx)
         if pairing == "ti":
-            texts = [_read_text(data.core / q) for q in queries]
+            texts = [data.texts[q] for q in queries]
             return embedder.embed_texts(texts, role="query", instruction=instruction)
         blocks = []
         for q0 in range(0, len(queries), QUERY_BLOCK):

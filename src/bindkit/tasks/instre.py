@@ -175,8 +175,10 @@ def _positives(path: Path, number: int, value: Any, n_images: int) -> list[int]:
     """gnd[number]'s positives (1-based into imlist) as 0-based indices; each must name an
     image, or the .mat is not the one of these lists."""
     listed = _numbers(value)
-    bad = listed[~np.isfinite(listed) | (listed != np.round(listed)) | (listed < 1)]
-    bad = np.r_[bad, listed[np.isfinite(listed) & (listed > n_images)]]
+    with np.errstate(invalid="ignore"):  # NaN compares False; ~isfinite catches it
+        bad = listed[
+            ~np.isfinite(listed) | (listed != np.round(listed)) | (listed < 1) | (listed > n_images)
+        ]
     if bad.size:
         raise DataFormatError(
             f"{path}: gnd[{number}] lists positive {bad[0]:g}, not an index 1..{n_images} of "
