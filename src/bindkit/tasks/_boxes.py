@@ -24,6 +24,7 @@ from bindkit.errors import DataFormatError
 
 Box = tuple[float, float, float, float]
 EXIF_SWAPS = {5, 6, 7, 8}  # EXIF orientations that turn the picture a quarter
+FIX = "fix that box or download the ground truth again"
 
 
 def _show(box: Sequence[float]) -> str:
@@ -44,24 +45,23 @@ def check_box(box: Iterable[Any], where: str) -> Box:
             f"{where}: the box is not four numbers x1 y1 x2 y2; download the ground truth again"
         )
     x1, y1, x2, y2 = values
-    fix = "fix that box or download the ground truth again"
     if not all(math.isfinite(v) for v in values):
-        raise DataFormatError(f"{where}: box {_show(values)} is not finite; {fix}")
+        raise DataFormatError(f"{where}: box {_show(values)} is not finite; {FIX}")
     if x2 < x1 or y2 < y1:
         raise DataFormatError(
-            f"{where}: box {_show(values)} is inverted (x1 > x2 or y1 > y2); {fix}"
+            f"{where}: box {_show(values)} is inverted (x1 > x2 or y1 > y2); {FIX}"
         )
     if round(x2) <= round(x1) or round(y2) <= round(y1):
-        raise DataFormatError(f"{where}: box {_show(values)} holds no pixel; {fix}")
+        raise DataFormatError(f"{where}: box {_show(values)} holds no pixel; {FIX}")
     if round(x2) <= 0 or round(y2) <= 0:
         raise DataFormatError(
             f"{where}: box {_show(values)} lies wholly outside the image (left of or above it); "
-            f"{fix}"
+            f"{FIX}"
         )
     return x1, y1, x2, y2
 
 
-def clip_box(box: Box, size: tuple[int, int], where: str) -> Box:
+def clip_box(box: Box, size: tuple[int, int], where: str, fix: str = FIX) -> Box:
     """``box`` clipped to an image of ``size`` (width, height), as revisitop's ``crop_qim.m`` and
     ILIAS' slicing stop at the edge; a one-line error when nothing of it is inside."""
     width, height = size
@@ -69,8 +69,7 @@ def clip_box(box: Box, size: tuple[int, int], where: str) -> Box:
     clipped = (max(x1, 0.0), max(y1, 0.0), min(x2, float(width)), min(y2, float(height)))
     if round(clipped[2]) <= round(clipped[0]) or round(clipped[3]) <= round(clipped[1]):
         raise DataFormatError(
-            f"{where}: box {_show(box)} lies wholly outside its {width}x{height} image; fix that "
-            "box or download the ground truth again"
+            f"{where}: box {_show(box)} lies wholly outside its {width}x{height} image; {fix}"
         )
     return clipped
 
@@ -89,8 +88,8 @@ def image_size(path: Path, exif: bool) -> tuple[int, int] | None:
     return (height, width) if turned else (width, height)
 
 
-def check_inside(box: Box, path: Path, exif: bool, where: str) -> None:
+def check_inside(box: Box, path: Path, exif: bool, where: str, fix: str = FIX) -> None:
     """Refuse ``box`` now if it lies wholly outside the image at ``path`` (when readable)."""
     size = image_size(path, exif)
     if size is not None:
-        clip_box(box, size, where)
+        clip_box(box, size, where, fix)

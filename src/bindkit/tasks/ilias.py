@@ -70,6 +70,7 @@ PUBLISHED = (
 TAXONOMY_SOURCE = "misc/taxonomy.json of github.com/ilias-vrg/ilias"
 ID_FILES = ("image_query_ids.txt", "text_query_ids.txt", "positive_ids.txt")
 DISTRACTORS = "distractor_ids.txt.gz"
+BOX_FIX = "fix that file or unpack ilias_core again"
 QUERY_BLOCK = 64  # query crops decoded at a time: full-size photos, so never all at once
 
 
@@ -182,7 +183,7 @@ def query_box(path: Path) -> tuple[int, int, int, int]:
     if union[2] <= union[0] or union[3] <= union[1]:
         raise DataFormatError(
             f"{path}: the union of its boxes, {' '.join(map(str, union))} as x1 y1 x2 y2 (clipped "
-            "at 0), holds no pixel; fix that file or unpack ilias_core again"
+            f"at 0), holds no pixel; {BOX_FIX}"
         )
     return union
 
@@ -196,7 +197,7 @@ def check_query_boxes(core: Path, queries: list[str]) -> None:
     outside its photo (EXIF orientation applied, as the crop is cut)."""
     for query in queries:
         bbox = _bbox_file(core / query)
-        check_inside(query_box(bbox), core / query, True, str(bbox))
+        check_inside(query_box(bbox), core / query, True, str(bbox), BOX_FIX)
 
 
 def crop_query(path: Path) -> Any:
@@ -204,7 +205,7 @@ def crop_query(path: Path) -> Any:
     image stops at its edge, as numpy slicing does in the official code."""
     picture = load_image(path)
     bbox = _bbox_file(path)
-    return picture.crop(clip_box(query_box(bbox), picture.size, str(bbox)))
+    return picture.crop(clip_box(query_box(bbox), picture.size, str(bbox), BOX_FIX))
 
 
 def load_ilias(data: Path, image_root: Path | None, need_taxonomy: bool) -> Dataset:
