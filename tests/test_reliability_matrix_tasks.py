@@ -73,6 +73,11 @@ def _ilias_query(d: Path) -> Path:
     return next((d / "ilias_core").glob("*/query/Q000_00.jpg"))
 
 
+def _remove(*folders: Path) -> None:
+    for folder in folders:
+        shutil.rmtree(folder)
+
+
 def _mmeb_row(d: Path, row: dict[str, object]) -> None:
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
@@ -151,9 +156,7 @@ EDITS: dict[str, Callable[[Path], None]] = {
     # pods: pods_info.json, train/ and test/ per object
     "po_no_test_photos": lambda d: shutil.rmtree(d / "test" / "mugs_red"),
     "po_no_test": lambda d: shutil.rmtree(d / "test"),
-    "po_two_without": lambda d: (
-        [shutil.rmtree(d / "test" / o) for o in ("mugs_red", "mugs_blue")] and None
-    ),
+    "po_two_without": lambda d: _remove(d / "test" / "mugs_red", d / "test" / "mugs_blue"),
     # mmeb_v2: ImageNet-1K with scalars where lists belong
     "mv_types": lambda d: _mmeb_row(
         d,
