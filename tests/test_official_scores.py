@@ -259,7 +259,7 @@ def test_revisited_query_crop_uses_the_stored_pixels(tmp_path: Path) -> None:
     from bindkit.tasks.revisited import _crop
 
     _rotated_jpeg(tmp_path / "q.jpg")
-    crop = np.asarray(_crop(tmp_path / "q.jpg", [0, 0, 10, 10]), np.float32)
+    crop = np.asarray(_crop(tmp_path / "q.jpg", [0, 0, 10, 10], "q"), np.float32)
     assert crop.shape == (10, 10, 3)
     assert crop[..., 0].mean() > 200 and crop[..., 2].mean() < 50  # the stored red half
 

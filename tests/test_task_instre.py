@@ -195,3 +195,63 @@ def test_instre_crop_option_is_typed() -> None:
     assert get_task("instre", {"crop": "yes"}).crop is True
     with pytest.raises(BindkitError, match="crop=maybe: not a valid bool"):
         get_task("instre", {"crop": "maybe"})
+
+
+def _write_gnd(root: Path, boxes: list[list[float]], positives: list[list[float]]) -> None:
+    sio = pytest.importorskip("scipy.io")
+    gnd = np.zeros((1, len(QIMLIST)), dtype=[("ok", object), ("bbx", object)])
+    for i in range(len(QIMLIST)):
+        gnd[0, i] = (np.array([positives[i]], np.float64), np.array([boxes[i]], np.float64))
+    sio.savemat(
+        root / "gnd_instre.mat",
+        {"qimlist": _cells(QIMLIST), "imlist": _cells(IMLIST), "gnd": gnd},
+    )
+
+
+BOX = [2.0, 3.0, 8.0, 9.0]
+OK = [[1, 2, 6, 7], [5], [6, 7]]  # LISTED, 1-based
+
+
+def test_instre_boxes_are_checked_at_load_only_for_crops(tmp_path: Path) -> None:
+    from bindkit.errors import DataFormatError
+    from bindkit.tasks.base import EvalContext, get_task
+
+    root = tmp_path / "instre"
+    _write_release(root)
+    _write_gnd(root, [BOX, [20.0, 20.0, 30.0, 30.0], BOX], OK)
+    get_task("instre").load(root)  # uncropped queries: the box is not used, so not checked
+    with pytest.raises(
+        DataFormatError,
+        match=r"gnd_instre.mat: gnd\[1\] \(query INSTRE-S2/cup/002.jpg\): box 20 20 30 30 lies "
+        "wholly outside its 10x10 image",
+    ):
+        get_task("instre", {"crop": "true"}).load(root)
+    _write_gnd(root, [BOX, [2.0, 3.0, 40.0, 9.0], BOX], OK)  # past the right edge: clipped
+    task = get_task("instre", {"crop": "true"})
+    seen: list[str] = []
+
+    class Recording(PathEmbedder):
+        def embed_images(self, images, *, role="query", instruction=None):  # type: ignore[no-untyped-def]
+            seen.extend(self.key(i) for i in images if hasattr(i, "getpixel"))
+            return super().embed_images(images, role=role, instruction=instruction)
+
+    task.evaluate(Recording(), task.load(root), "S", "ii", EvalContext())
+    assert seen == [_query_key(AQ, True), "rgb0-200-0@8x6"]  # CQ: x 2..10, no black band
+
+
+@pytest.mark.parametrize(
+    ("positives", "shown"), [([1.5], "1.5"), ([0], "0"), ([8], "8"), ([float("nan")], "nan")]
+)
+def test_a_listed_positive_outside_imlist_is_refused(
+    tmp_path: Path, positives: list[float], shown: str
+) -> None:
+    from bindkit.errors import DataFormatError
+    from bindkit.tasks.instre import read_gnd
+
+    root = tmp_path / "instre"
+    _write_release(root)
+    _write_gnd(root, [BOX] * 3, [OK[0], positives, OK[2]])
+    with pytest.raises(
+        DataFormatError, match=rf"gnd\[1\] lists positive {shown}, not an index 1..7"
+    ):
+        read_gnd(root / "gnd_instre.mat")

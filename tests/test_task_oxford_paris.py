@@ -337,3 +337,106 @@ def test_cli_with_builtin_tiny_clip_equals_the_compute_ap_loop(tmp_path: Path) -
     uncropped = model.embed_images([ImageRef(images / "all_souls_000000.jpg")])
     other = [names[i] for i in np.argsort(-(uncropped @ x.T)[0], kind="stable")]
     assert got != pytest.approx(_compute_ap_cpp(positives, {"all_souls_000005"}, other), abs=1e-3)
+
+
+# -- query boxes (bindkit.tasks._boxes): refused in one line, or clipped to the image ----------
+
+
+@pytest.mark.parametrize(
+    ("box", "message"),
+    [
+        ("nan 0 8 8", "box nan 0 8 8 is not finite"),
+        ("0 0 inf 8", "box 0 0 inf 8 is not finite"),
+        ("7 0 6 8", r"box 7 0 6 8 is inverted \(x1 > x2 or y1 > y2\)"),
+        ("3 3 3 8", "box 3 3 3 8 holds no pixel"),
+        ("3.2 3 3.4 8", "box 3.2 3 3.4 8 holds no pixel"),  # nothing left once PIL rounds
+        ("-9 -9 -2 8", r"box -9 -9 -2 8 lies wholly outside the image \(left of or above it\)"),
+        ("9 0 20 8", "box 9 0 20 8 lies wholly outside its 8x8 image"),
+        ("0 8.6 8 20", "box 0 8.6 8 20 lies wholly outside its 8x8 image"),
+    ],
+)
+def test_a_query_box_without_pixels_is_refused_at_load(
+    tmp_path: Path, box: str, message: str
+) -> None:
+    from bindkit.errors import DataFormatError
+    from bindkit.tasks.base import get_task
+
+    data = tmp_path / "oxford5k"
+    _write_release(data, data / "oxbuild_images", "all_souls", "oxc1_", nested=False)
+    (data / "gt" / "all_souls_1_query.txt").write_text(f"oxc1_all_souls_q {box}\n")
+    where = r"gt/all_souls_1_query.txt: query all_souls_1: "
+    with pytest.raises(DataFormatError, match=where + message):
+        get_task("oxford5k").load(data)  # before any model: load reads only the files
+
+
+@pytest.mark.parametrize("box", ["6 0 20 8", "6 -5 8 30", "6 0 1e12 1e12", "5.6 -0.4 8.4 8.4"])
+def test_a_box_past_the_edge_is_clipped_to_the_image(tmp_path: Path, box: str) -> None:
+    """No black band: the crop of a box reaching past the image is the crop of its part inside
+    (revisitop's crop_qim.m and ILIAS' slicing stop at the edge), so the AP is the fixture's."""
+    from bindkit.evaluation import evaluate
+
+    data = tmp_path / "oxford5k"
+    _write_release(data, data / "oxbuild_images", "all_souls", "oxc1_", nested=False)
+    (data / "gt" / "all_souls_1_query.txt").write_text(f"oxc1_all_souls_q {box}\n")
+    sizes: list[tuple[int, int]] = []
+
+    class Recording(ColourEmbedder):
+        def embed_images(self, images, *, role="query", instruction=None):  # type: ignore[no-untyped-def]
+            sizes.extend(i.size for i in images if hasattr(i, "getpixel"))
+            return super().embed_images(images, role=role, instruction=instruction)
+
+    (record,) = evaluate(
+        [Recording()], task="oxford5k", data=data, out=tmp_path / "r", verbose=False
+    )
+    assert sizes == [(2, 8)]  # the red quarter, x 6..8: nothing padded
+    assert record["scores"]["map"] == pytest.approx(EXPECTED_AP, abs=1e-9)
+
+
+def test_the_crop_inside_the_image_is_pils_and_past_the_edge_stops_there(tmp_path: Path) -> None:
+    pil = pytest.importorskip("PIL.Image")
+    from bindkit.tasks.revisited import _crop
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "q.jpg"
+    pil.fromarray(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)).save(path, format="PNG")
+    whole = pil.open(path).convert("RGB")
+    inside = (10.5, 5.0, 40.2, 30.9)  # revisitop's example: PIL's crop, its rounding
+    assert np.array_equal(np.asarray(_crop(path, inside, "q")), np.asarray(whole.crop(inside)))
+    past = _crop(path, (50.0, -7.0, 90.0, 20.0), "q")
+    assert past.size == (14, 20)
+    assert np.array_equal(np.asarray(past), np.asarray(whole.crop((50, 0, 64, 20))))
+
+
+def test_a_query_without_positives_is_left_out_with_a_warning(tmp_path: Path) -> None:
+    from bindkit.tasks.base import EvalContext, get_task
+
+    data = tmp_path / "oxford5k"
+    _write_release(data, data / "oxbuild_images", "all_souls", "oxc1_", nested=False)
+    gt = data / "gt"
+    (gt / "all_souls_2_query.txt").write_text("oxc1_all_souls_b1 0 0 8 8\n")
+    for kind in ("good", "ok", "junk"):
+        (gt / f"all_souls_2_{kind}.txt").write_text("")
+    notes: list[str] = []
+    task = get_task("oxford5k")
+    result = task.evaluate(
+        ColourEmbedder(), task.load(data), "default", "ii", EvalContext(warn=notes.append)
+    )
+    assert result is not None
+    assert result["scores"]["map"] == pytest.approx(EXPECTED_AP, abs=1e-9)
+    assert np.isnan(result["per_query"]["values"][1])
+    assert any("1 of 2 queries have no good or ok image" in n and "all_souls_2" in n for n in notes)
+
+
+def test_crlf_ground_truth_reads_as_lf(tmp_path: Path) -> None:
+    """D4: bindkit strips the ``\\r`` of CRLF files (compute_ap.cpp's getline would keep it and
+    find no image); the documented leniency gives the LF files' score."""
+    from bindkit.evaluation import evaluate
+
+    data = tmp_path / "oxford5k"
+    _write_release(data, data / "oxbuild_images", "all_souls", "oxc1_", nested=False)
+    for f in (data / "gt").glob("*.txt"):
+        f.write_bytes(f.read_bytes().replace(b"\n", b"\r\n"))
+    (record,) = evaluate(
+        [ColourEmbedder()], task="oxford5k", data=data, out=tmp_path / "r", verbose=False
+    )
+    assert record["scores"]["map"] == pytest.approx(EXPECTED_AP, abs=1e-9)

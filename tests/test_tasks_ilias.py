@@ -401,3 +401,50 @@ def test_missing_ilias_files_are_named(tmp_path: Path) -> None:
         Ilias(index="annoy")
     with pytest.raises(BindkitError, match="per-class evaluation"):
         IliasFine(distractors=3)
+
+
+def test_a_repeated_positive_line_is_read_once_as_the_official_set(tmp_path: Path) -> None:
+    """D3: the official ground truth is a set per object, so a line listed twice in
+    positive_ids.txt is one database image, embedded and counted once."""
+    pytest.importorskip("sklearn")
+    root = tmp_path / "ilias"
+    fx = _write_ilias(root, np.random.default_rng(7))
+    ids = root / "image_ids" / "positive_ids.txt"
+    lines = ids.read_text().splitlines(keepends=True)
+    ids.write_text("".join([*lines, lines[0], lines[3]]))
+    model = ColourEmbedder(fx["texts"])
+    task = Ilias(k=5)
+    result = task.evaluate(model, task.load(root), "default", "ii", EvalContext())
+    assert result is not None and result["counts"]["database"] == len(fx["positives"])
+    expected, *_ = _expected(root, fx, model, "ii", sorted(fx["positives"]), 5)
+    assert result["scores"]["map"] == pytest.approx(expected, abs=1e-9)
+
+
+def test_a_repeated_query_id_is_refused_with_its_lines(tmp_path: Path) -> None:
+    root = tmp_path / "ilias"
+    _write_ilias(root, np.random.default_rng(7))
+    ids = root / "image_ids" / "text_query_ids.txt"
+    first = ids.read_text().splitlines()[0]
+    ids.write_text(ids.read_text() + first + "\n")
+    with pytest.raises(DataFormatError, match=rf"text_query_ids.txt:5: id {first} repeats line 1"):
+        Ilias().load(root)
+
+
+def test_the_box_check_sees_the_photo_as_exif_turns_it(tmp_path: Path) -> None:
+    """The crop is cut from the EXIF-oriented photo (as the official dataset loads it), so a
+    box is inside or outside that picture, not the stored pixels."""
+    pil = pytest.importorskip("PIL.Image")
+    from bindkit.tasks.ilias import check_query_boxes, crop_query
+
+    query = tmp_path / "obj" / "query" / "Q000_00.jpg"
+    query.parent.mkdir(parents=True)
+    exif = pil.Exif()
+    exif[0x0112] = 6  # stored 10 x 8, shown turned: 8 x 10
+    pil.new("RGB", (10, 8), (200, 0, 0)).save(query, format="JPEG", exif=exif)
+    bbox = query.with_name("Q000_00_bbox.txt")
+    bbox.write_text("0 8 4 5\n")  # y 8..13: inside the turned photo (height 10) only
+    check_query_boxes(tmp_path, ["obj/query/Q000_00.jpg"])
+    assert crop_query(query).size == (4, 2)  # clipped at the bottom edge
+    bbox.write_text("8 0 4 4\n")  # x 8..12: past the turned photo's width 8
+    with pytest.raises(DataFormatError, match="box 8 0 12 4 lies wholly outside its 8x10 image"):
+        check_query_boxes(tmp_path, ["obj/query/Q000_00.jpg"])

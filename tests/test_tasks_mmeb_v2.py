@@ -1350,3 +1350,118 @@ def test_vidore_v2_english_views_filter_the_queries_and_run_only_when_named(tmp_
     assert default["counts"]["queries"] == 3
     (english,) = evaluate([ColourWords(cache=None)], subsets="ViDoRe_esg_reports_v2", **kwargs)
     assert english["counts"]["queries"] == 2 and english["counts"]["candidates"] == 3
+
+
+def test_ndcg_linear_cuts_the_binary_ideal_at_k() -> None:
+    """More relevant candidates than k (7 labels, k = 5): the ideal DCG is that of k hits, as
+    the official ``ndcg_at_k``'s ``[1] * min(len(label_set), k)``."""
+    from bindkit.tasks.mmeb_v2 import ndcg_linear_at_k
+
+    labels = [f"d{i}" for i in range(7)]
+    prediction = ["x", "d0", "d1", "y", "d2", "d3", "d4", "d5", "d6"]
+    got = ndcg_linear_at_k(prediction, labels, None, 5)
+    assert got == pytest.approx(ndcg_at_k(prediction, labels, 5, None))
+    ideal = sum(1 / np.log2(i + 2) for i in range(5))
+    assert got == pytest.approx((1 / np.log2(3) + 1 / np.log2(4) + 1 / np.log2(6)) / ideal)
+    assert ndcg_linear_at_k(labels, labels, None, 5) == pytest.approx(1.0)
+
+
+def official_evaluate_ndcg(prediction: list[str], labels: list[str], rel: list[float]) -> float:
+    """``RankingMetrics.evaluate``'s way to ``ndcg_at_k``: ``true_labels =
+    list(set(true_labels))`` first, then zipped with ``rel_scores`` in the file's order."""
+    return ndcg_at_k(prediction, list(set(labels)), 5, rel)
+
+
+def _labels_the_set_reorders() -> list[str]:
+    """Page ids whose ``set`` order differs from their order in this process (string hashes
+    follow PYTHONHASHSEED, so the search is run, not fixed)."""
+    for n in range(500):
+        labels = [f"corpus-{n}-{i}" for i in range(4)]
+        if list(set(labels)) != labels:
+            return labels
+    raise AssertionError("no reordering set in 500 tries")
+
+
+def test_graded_ndcg_is_intended_by_default_and_the_leaderboards_on_request() -> None:
+    """D2: with graded labels the default pairs each page with its own grade (``ndcg_at_k`` as
+    documented); ``ndcg=leaderboard`` gives the official evaluate()'s value in this process."""
+    from bindkit.tasks.mmeb_v2 import MMEBV2, leaderboard_labels, ndcg_linear_at_k
+
+    labels = _labels_the_set_reorders()
+    grades = [4.0, 3.0, 2.0, 1.0]
+    prediction = [*labels, "other-1", "other-2"]  # the intended order: a perfect ranking
+    intended = ndcg_linear_at_k(prediction, labels, grades, 5)
+    assert intended == pytest.approx(ndcg_at_k(prediction, labels, 5, grades)) == 1.0
+    leaderboard = ndcg_linear_at_k(prediction, leaderboard_labels(labels), grades, 5)
+    assert leaderboard == pytest.approx(official_evaluate_ndcg(prediction, labels, grades))
+    assert leaderboard < 1.0  # grades paired with the wrong pages
+    assert MMEBV2()._ndcg_labels(tuple(labels)) == tuple(labels)
+    assert MMEBV2(ndcg="leaderboard")._ndcg_labels(tuple(labels)) == list(set(labels))
+
+
+def test_the_ndcg_option_is_checked_and_recorded_only_where_it_counts() -> None:
+    from bindkit.tasks.base import get_task
+
+    assert get_task("mmeb_v2").options("ViDoRe_arxivqa") == {}
+    leaderboard = get_task("mmeb_v2", {"ndcg": "leaderboard"})
+    assert leaderboard.options("ViDoRe_arxivqa") == {"ndcg": "leaderboard"}
+    assert leaderboard.options("ImageNet-1K") == {}  # binary labels: the same value
+    with pytest.raises(BindkitError, match=r"ndcg='exp': use one of intended, leaderboard"):
+        get_task("mmeb_v2", {"ndcg": "exp"})
+
+
+@pytest.mark.parametrize("form", ["intended", "leaderboard"])
+def test_graded_visdoc_end_to_end_in_either_form(tmp_path: Path, form: str) -> None:
+    from bindkit.tasks.mmeb_v2 import MMEBV2
+
+    data = tmp_path / "MMEB-V2"
+    fx = visdoc_fixture(data)
+    base = data / "vidore/arxivqa_test_subsampled_beir"
+    graded = [
+        {"query-id": "q1", "corpus-id": "p2", "score": 2},
+        {"query-id": "q1", "corpus-id": "p5", "score": 1},
+        {"query-id": "q1", "corpus-id": "p4", "score": 3},
+        {"query-id": "q2", "corpus-id": "p0", "score": 1},
+        {"query-id": "q3", "corpus-id": "p6", "score": 1},
+    ]
+    _parquet(base / "qrels/test-00000-of-00001.parquet", graded)
+    (record,) = evaluate(
+        [ColourWords(cache=None)],
+        task=MMEBV2(ndcg=form),
+        data=data,
+        subsets="visdoc",
+        out=tmp_path / "r",
+        verbose=False,
+    )
+    qrels: dict[str, dict[str, int]] = {}
+    for r in graded:
+        qrels.setdefault(r["query-id"], {})[r["corpus-id"]] = r["score"]
+    ref = ColourWords(cache=None)
+    inst_q = "Find a document image that matches the given query:"
+    q_vecs = ref.embed_texts([f"{inst_q} {q['query']}" for q in fx["queries"]], role="query")
+    names = list(
+        dict.fromkeys(
+            [
+                *(d for q in fx["queries"] for d in qrels[q["query-id"]]),
+                *(c["corpus-id"] for c in fx["corpus"]),
+            ]
+        )
+    )
+    images = {c["corpus-id"]: Image.open(io.BytesIO(c["image"]["bytes"])) for c in fx["corpus"]}
+    c_vecs = ref.embed_images(
+        [images[n] for n in names],
+        role="document",
+        instruction="Understand the content of the provided document image.",
+    )
+    ranked = np.argsort(-np.dot(q_vecs, c_vecs.T), axis=1)
+    values = []
+    for row, q in zip(ranked, fx["queries"], strict=True):
+        labels, rel = list(qrels[q["query-id"]]), list(qrels[q["query-id"]].values())
+        prediction = [names[i] for i in row]
+        values.append(
+            official_evaluate_ndcg(prediction, labels, rel)
+            if form == "leaderboard"
+            else ndcg_at_k(prediction, labels, 5, rel)
+        )
+    assert record["scores"]["ndcg_linear_at_5"] == pytest.approx(float(np.mean(values)))
+    assert record["options"].get("ndcg") == (None if form == "intended" else "leaderboard")

@@ -218,3 +218,56 @@ def test_missing_pods_files_are_named(tmp_path: Path) -> None:
         PODS().load(root)
     with pytest.raises(BindkitError, match=r"--data .*: not found"):
         evaluate([PathEmbedder()], task="pods", data=tmp_path / "nope", verbose=False)
+
+
+def _glob_listing(folder: Path) -> list[str]:
+    """The images of one object folder as ``glob.glob`` finds them (``util/data_util.py``'s
+    patterns: the folder and one below, each extension): names starting with a dot are not
+    matched by its wildcards."""
+    import glob
+
+    from bindkit.tasks.pods import EXTENSIONS
+
+    found = {
+        p
+        for ext in EXTENSIONS
+        for pattern in (f"*.{ext}", f"*/*.{ext}")
+        for p in glob.glob(str(folder / pattern))
+    }
+    return sorted(found)
+
+
+def test_hidden_files_are_skipped_as_glob_glob_skips_them(tmp_path: Path) -> None:
+    """D1: ``.x.jpg``, macOS ``._0.jpg`` resource forks and hidden folders are not images of the
+    object, as the official glob.glob lists them; pathlib's glob would take them."""
+    pytest.importorskip("torch")
+    from bindkit.tasks.pods import images_of
+
+    root = tmp_path / "pods"
+    _write_pods(root)
+    clean, _ = _official_means(root, "test")
+    pil = pytest.importorskip("PIL.Image")
+    for split in ("train", "test"):
+        folder = root / split / "mugs_red"
+        for name in (".hidden.jpg", "._0.jpg", ".cache/1.jpg", "sub/.x.png"):
+            (folder / name).parent.mkdir(exist_ok=True)
+            pil.new("RGB", (4, 4), (250, 250, 250)).save(folder / name, "PNG")
+        assert [str(p) for p in images_of(folder)] == _glob_listing(folder)
+        assert not any(part.startswith(".") for p in images_of(folder) for part in p.parts[-2:])
+    task = PODS()
+    result = task.evaluate(PathEmbedder(dim=6), task.load(root), "test", "ii", EvalContext())
+    assert result is not None
+    expected, _ = _official_means(root, "test")
+    assert result["scores"] == pytest.approx(expected, abs=1e-6)
+    assert result["scores"] == pytest.approx(clean, abs=1e-6)  # the fixture without them
+    assert result["counts"]["references"] == 12
+
+
+def test_an_object_without_test_photos_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "pods"
+    _write_pods(root)
+    for f in (root / "test" / "mugs_blue").iterdir():
+        f.unlink()
+    (root / "test" / "mugs_blue" / "._0.jpg").write_bytes(b"")  # a hidden file is no photo
+    with pytest.raises(DataFormatError, match=r"test/mugs_blue: no test photos of 'mugs_blue'"):
+        PODS().load(root)

@@ -211,3 +211,60 @@ class ColourEmbedder(TableEmbedder):
             v = np.asarray(pil.convert("RGB"), np.float32).reshape(-1, 3).mean(axis=0) + 1.0
             out.append(v / np.linalg.norm(v))
         return np.stack(out)
+
+
+def _revisited_fixture(root: Path, bbx: list[float]) -> None:
+    pil = pytest.importorskip("PIL.Image")
+    (root / "jpg").mkdir(parents=True)
+    for name, colour in {"b": (0, 0, 255), "a": (255, 0, 0), "c": (0, 255, 0)}.items():
+        pil.new("RGB", (8, 8), colour).save(root / "jpg" / f"{name}.jpg", format="PNG")
+    query = pil.new("RGB", (8, 8), (0, 0, 255))
+    query.paste((255, 0, 0), (6, 0, 8, 8))
+    query.save(root / "jpg" / "q0.jpg", format="PNG")
+    gnd = [{"bbx": bbx, "easy": [1], "hard": [2], "junk": []}]
+    with (root / "gnd_roxford5k.pkl").open("wb") as handle:
+        pickle.dump({"imlist": ["b", "a", "c"], "qimlist": ["q0"], "gnd": gnd}, handle)
+
+
+@pytest.mark.parametrize(
+    ("bbx", "message"),
+    [
+        ([float("nan"), 0, 8, 8], "box nan 0 8 8 is not finite"),
+        ([8, 0, 6, 8], "box 8 0 6 8 is inverted"),
+        ([20, 0, 30, 8], "box 20 0 30 8 lies wholly outside its 8x8 image"),
+        ([1, 2, 3], "the box is not four numbers x1 y1 x2 y2"),
+    ],
+)
+def test_a_revisited_box_without_pixels_is_refused_at_load(
+    tmp_path: Path, bbx: list[float], message: str
+) -> None:
+    from bindkit.errors import DataFormatError
+    from bindkit.tasks.base import get_task
+
+    _revisited_fixture(tmp_path / "roxford5k", bbx)
+    with pytest.raises(
+        DataFormatError, match=r"gnd_roxford5k.pkl: query q0 \(gnd\[0\]\): " + message
+    ):
+        get_task("roxford5k").load(tmp_path / "roxford5k")
+
+
+def test_a_revisited_box_past_the_edge_is_clipped(tmp_path: Path) -> None:
+    """revisitop's Python example would pad the crop with black (PIL); its crop_qim.m stops at
+    the edge, as bindkit does: the crop is the red quarter alone."""
+    _revisited_fixture(tmp_path / "roxford5k", [6, 0, 30, 30])
+    seen: list[tuple[int, int]] = []
+
+    class Recording(ColourEmbedder):
+        def embed_images(self, images, *, role="query", instruction=None):  # type: ignore[no-untyped-def]
+            seen.extend(i.size for i in images if hasattr(i, "getpixel"))
+            return super().embed_images(images, role=role, instruction=instruction)
+
+    (record,) = evaluate(
+        [Recording()],
+        task="roxford5k",
+        data=tmp_path / "roxford5k",
+        out=tmp_path / "r",
+        verbose=False,
+    )
+    assert seen == [(2, 8)]
+    assert record["scores"]["map_easy"] == 1.0

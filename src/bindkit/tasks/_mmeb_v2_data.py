@@ -117,6 +117,12 @@ class Source:
         return []
 
     def rows(self, root: Path, columns: tuple[str, ...], config: str | None = None) -> list[Any]:
+        return [row for _, row in self.located_rows(root, columns, config)]
+
+    def located_rows(
+        self, root: Path, columns: tuple[str, ...], config: str | None = None
+    ) -> list[tuple[str, Any]]:
+        """Each row with ``FILE row N`` (0-based within its file), for errors that name it."""
         files = self.files(root, config)
         if not files:
             where = root / self.repo / (config or self.config or "")
@@ -124,7 +130,7 @@ class Source:
                 f"{where}: no {self.split} annotation files (parquet, JSON or JSONL); download "
                 f"huggingface.co/datasets/{self.repo} to {root / self.repo}"
             )
-        return [row for f in files for row in read_rows(f, columns)]
+        return [(f"{f} row {n}", row) for f in files for n, row in enumerate(read_rows(f, columns))]
 
 
 def _card_files(base: Path, config: str | None, split: str) -> list[Path]:
@@ -220,10 +226,33 @@ def _target_texts(row: dict[str, Any], kind: str) -> list[tuple[str, str]]:
     return [(inst.replace(" \n", "\n").strip(), exact)] * len(row["tgt_img_path"])
 
 
+def check_image_row(row: dict[str, Any], kind: str, where: str) -> None:
+    """The types MMEB_Test_Instruct publishes: instructions and texts strings (or null), the
+    candidate lists lists, and a query image path where the query is an image; anything else
+    (a string where a list belongs is read letter by letter) is refused naming the row."""
+    fix = "pass the file as published (huggingface.co/datasets/ziyjiang/MMEB_Test_Instruct)"
+    for column in ("qry_inst", "qry_text", "tgt_inst"):
+        if row[column] is not None and not isinstance(row[column], str):
+            found = type(row[column]).__name__
+            raise DataFormatError(
+                f"{where}: field {column!r} must be a string (found {found}); {fix}"
+            )
+    for column in ("tgt_text", "tgt_img_path"):
+        values = row[column]
+        if not isinstance(values, list) or not all(v is None or isinstance(v, str) for v in values):
+            found = type(values).__name__
+            raise DataFormatError(
+                f"{where}: field {column!r} must be a list of strings (found {found}); {fix}"
+            )
+    if kind != "t2i" and not (isinstance(row["qry_img_path"], str) and row["qry_img_path"]):
+        raise DataFormatError(f"{where}: field 'qry_img_path' must name the query image; {fix}")
+
+
 def _image_reader(kind: str) -> Callable[[Path, str, Source], Split]:
     def read(root: Path, name: str, source: Source) -> Split:
         split = Split([], {}, "local")
-        for number, row in enumerate(source.rows(root, IMAGE_COLUMNS, name)):
+        for number, (where, row) in enumerate(source.located_rows(root, IMAGE_COLUMNS, name)):
+            check_image_row(row, kind, where)
             targets = [str(t or "") for t in row["tgt_text"]]
             paths = [str(p or "") for p in row["tgt_img_path"]]
             if not targets:

@@ -30,7 +30,14 @@ dataset does). ``--task-option crop=true`` reproduces ``_crop_resize``: the phot
 orientation applied, cut to the union of its boxes (``x y width height`` per line of
 ``Qxxx_yy_bbox.txt``). The choice is part of each result's options. (Seed 000 says it embeds a
 benchmark's ground-truth query crop where one is provided, without naming ILIAS' boxes; to
-follow that reading, pass ``crop=true``.)
+follow that reading, pass ``crop=true``.) With it, every query's box is read and checked before
+any model loads: a union that holds no pixel or lies wholly outside the photo is refused naming
+its ``_bbox.txt``; one reaching past the edge stops there (:mod:`bindkit.tasks._boxes`).
+
+Checks on the id files (strict UTF-8, named with the line): an id repeated in a query file is
+refused (the published files list each query once; a repeat would count twice in the mean);
+a line repeated in ``positive_ids.txt`` is read once, as the official ground truth is a set
+per object (``self.gt``), so it is neither embedded nor counted twice.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +59,8 @@ from bindkit.metrics.ilias import DEFAULT_K, mean_ap_at_k
 from bindkit.mining.index import BACKENDS, IndexConfig, search
 from bindkit.results.tables import PAIRING_NAMES, Table, label, pct
 from bindkit.tasks import _images
+from bindkit.tasks._boxes import check_inside, clip_box
+from bindkit.tasks._files import read_text
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
 PUBLISHED = (
@@ -61,6 +70,7 @@ PUBLISHED = (
 TAXONOMY_SOURCE = "misc/taxonomy.json of github.com/ilias-vrg/ilias"
 ID_FILES = ("image_query_ids.txt", "text_query_ids.txt", "positive_ids.txt")
 DISTRACTORS = "distractor_ids.txt.gz"
+BOX_FIX = "fix that file or unpack ilias_core again"
 QUERY_BLOCK = 64  # query crops decoded at a time: full-size photos, so never all at once
 
 
@@ -73,6 +83,8 @@ class IliasData:
     ids_dir: Path
     distractor_root: Path
     taxonomy: dict[str, tuple[str, str, str]] | None  # object → (category, mid, fine)
+    distractors: list[str] = field(default_factory=list)  # the first N of distractor_ids.txt.gz
+    texts: dict[str, str] = field(default_factory=dict)  # text query id → its file's text
 
 
 def instance(image_id: str) -> str:
@@ -80,35 +92,54 @@ def instance(image_id: str) -> str:
     return image_id.split("/")[0]
 
 
-def read_ids(path: Path) -> list[str]:
-    """The ids of one ``image_ids`` file, sorted (the first comma-separated column)."""
+def read_ids(path: Path, unique: bool = True) -> list[str]:
+    """The ids of one ``image_ids`` file, sorted (the first comma-separated column).
+
+    ``unique`` (the query files): an id listed twice is refused naming both lines, since the
+    published files list each query once and a repeated query would count twice in the mean.
+    Otherwise (``positive_ids.txt``) a repeated id is kept once, as the official ground truth
+    is a set per object."""
     if not path.is_file():
         raise DataFormatError(f"{path}: not found; ILIAS' image_ids are published at {PUBLISHED}")
-    ids = [line.split(",")[0].strip() for line in path.read_text().splitlines() if line.strip()]
-    if not ids:
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+        image_id = line.split(",")[0].strip()
+        if image_id and image_id in seen and unique:
+            raise DataFormatError(
+                f"{path}:{lineno}: id {image_id} repeats line {seen[image_id]}; each query is "
+                f"listed once in the published file: download it again from {PUBLISHED}"
+            )
+        if image_id:
+            seen.setdefault(image_id, lineno)
+    if not seen:
         raise DataFormatError(f"{path}: no ids; download it again from {PUBLISHED}")
-    return sorted(ids)
+    return sorted(seen)
 
 
 def read_taxonomy(path: Path) -> dict[str, tuple[str, str, str]]:
     """``taxonomy.json`` (category → mid-level → fine-level → object ids) as object → levels."""
     try:
-        tree = json.loads(path.read_text())
+        tree = json.loads(read_text(path))
     except (OSError, ValueError) as exc:
         raise DataFormatError(
             f"{path}: not readable JSON ({exc}); copy {TAXONOMY_SOURCE}"
         ) from None
     out: dict[str, tuple[str, str, str]] = {}
+    shape = DataFormatError(
+        f"{path}: expected category → mid-level → fine-level → object lists ({TAXONOMY_SOURCE})"
+    )
     try:
         for category, mids in tree.items():
             for mid, fines in mids.items():
                 for fine, objects in fines.items():
+                    if not isinstance(objects, list) or not all(
+                        isinstance(o, str) for o in objects
+                    ):
+                        raise shape
                     for obj in objects:
-                        out[str(obj)] = (str(category), str(mid), str(fine))
+                        out[obj] = (str(category), str(mid), str(fine))
     except AttributeError:
-        raise DataFormatError(
-            f"{path}: expected category → mid-level → fine-level → object lists ({TAXONOMY_SOURCE})"
-        ) from None
+        raise shape from None
     return out
 
 
@@ -130,14 +161,15 @@ def fine_classes(taxonomy: dict[str, tuple[str, str, str]]) -> dict[str, list[st
 
 def query_box(path: Path) -> tuple[int, int, int, int]:
     """The union of the boxes in a ``_bbox.txt`` (``x y width height`` per line) as
-    ``(left, top, right, bottom)``, clipped below at 0 as the official crop does."""
+    ``(left, top, right, bottom)``, clipped below at 0 as the official crop does; a union that
+    holds no pixel (a negative width or height) is refused naming the file."""
     if not path.is_file():
         raise DataFormatError(f"{path}: query box not found; it ships in ilias_core ({PUBLISHED})")
     try:
         boxes = np.array(
             [
                 [int(v) for v in line.split()]
-                for line in path.read_text().splitlines()
+                for line in read_text(path).splitlines()
                 if line.strip()
             ]
         )
@@ -147,16 +179,33 @@ def query_box(path: Path) -> tuple[int, int, int, int]:
         raise DataFormatError(f"{path}: expected lines of four integers 'x y width height'")
     left, top = boxes[:, 0].min(), boxes[:, 1].min()
     right, bottom = (boxes[:, 0] + boxes[:, 2]).max(), (boxes[:, 1] + boxes[:, 3]).max()
-    return int(max(left, 0)), int(max(top, 0)), int(max(right, 0)), int(max(bottom, 0))
+    union = int(max(left, 0)), int(max(top, 0)), int(max(right, 0)), int(max(bottom, 0))
+    if union[2] <= union[0] or union[3] <= union[1]:
+        raise DataFormatError(
+            f"{path}: the union of its boxes, {' '.join(map(str, union))} as x1 y1 x2 y2 (clipped "
+            f"at 0), holds no pixel; {BOX_FIX}"
+        )
+    return union
+
+
+def _bbox_file(path: Path) -> Path:
+    return path.with_name(f"{path.stem}_bbox.txt")
+
+
+def check_query_boxes(core: Path, queries: list[str]) -> None:
+    """Read every image query's box and refuse, before any model loads, one that lies wholly
+    outside its photo (EXIF orientation applied, as the crop is cut)."""
+    for query in queries:
+        bbox = _bbox_file(core / query)
+        check_inside(query_box(bbox), core / query, True, str(bbox), BOX_FIX)
 
 
 def crop_query(path: Path) -> Any:
     """The query photo (EXIF orientation applied) cut to its boxes; a box reaching past the
     image stops at its edge, as numpy slicing does in the official code."""
     picture = load_image(path)
-    left, top, right, bottom = query_box(path.with_name(f"{path.stem}_bbox.txt"))
-    width, height = picture.size
-    return picture.crop((left, top, min(right, width), min(bottom, height)))
+    bbox = _bbox_file(path)
+    return picture.crop(clip_box(query_box(bbox), picture.size, str(bbox), BOX_FIX))
 
 
 def load_ilias(data: Path, image_root: Path | None, need_taxonomy: bool) -> Dataset:
@@ -166,7 +215,8 @@ def load_ilias(data: Path, image_root: Path | None, need_taxonomy: bool) -> Data
             f"{ids_dir}: not found; pass the ILIAS folder holding image_ids/ and ilias_core/ "
             f"(published at {PUBLISHED})"
         )
-    image_queries, text_queries, positives = (read_ids(ids_dir / f) for f in ID_FILES)
+    image_queries, text_queries = (read_ids(ids_dir / f) for f in ID_FILES[:2])
+    positives = read_ids(ids_dir / ID_FILES[2], unique=False)
     digest = hashlib.sha256()
     for name in ID_FILES:
         digest.update(sha256_file(ids_dir / name).encode())
@@ -192,6 +242,11 @@ def load_ilias(data: Path, image_root: Path | None, need_taxonomy: bool) -> Data
     if need_taxonomy:
         assert taxonomy is not None
         subsets = tuple(fine_classes(taxonomy))
+        if not subsets:
+            raise DataFormatError(
+                f"{tax_file}: names no fine-level class but 'other', so ilias_fine has nothing "
+                f"to score; copy {TAXONOMY_SOURCE}"
+            )
     return Dataset("ilias", digest.hexdigest(), str(data), payload, subsets, has_images=True)
 
 
@@ -200,12 +255,17 @@ def read_distractors(path: Path, n: int) -> list[str]:
     if not path.is_file():
         raise DataFormatError(f"{path}: not found; it is published at {PUBLISHED}")
     out: list[str] = []
-    with gzip.open(path, "rt") as handle:
-        for line in handle:
-            if line.strip():
-                out.append(line.strip())
-            if len(out) == n:
-                break
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    out.append(line.strip())
+                if len(out) == n:
+                    break
+    except (OSError, EOFError, UnicodeDecodeError) as exc:  # BadGzipFile is an OSError
+        raise DataFormatError(
+            f"{path}: not a readable gzip text file ({exc}); download it again from {PUBLISHED}"
+        ) from None
     if len(out) < n:
         raise BindkitError(
             f"--task-option distractors={n}: {path} lists only {len(out)}; ask for at most that"
@@ -239,8 +299,17 @@ class _IliasBase(Task):
         self._database: dict[tuple[str, str | None, int, str], np.ndarray] = {}
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
+        """The id files, the text queries and what the options name, read before any model
+        loads: the distractor ids asked for, and with ``crop`` every image query's box."""
         assert data is not None
-        return load_ilias(data, image_root, self.fine)
+        dataset = load_ilias(data, image_root, self.fine)
+        payload: IliasData = dataset.payload
+        if self.distractors:
+            payload.distractors = read_distractors(payload.ids_dir / DISTRACTORS, self.distractors)
+        if self.crop:
+            check_query_boxes(payload.core, payload.image_queries)
+        payload.texts = {q: _read_text(payload.core / q) for q in payload.text_queries}
+        return dataset
 
     def options(self, subset: str) -> dict[str, Any]:
         out: dict[str, Any] = {"k": self.k, "index": self.index, "crop": self.crop}
@@ -264,11 +333,7 @@ class _IliasBase(Task):
         if objects is not None:
             queries = [q for q in queries if instance(q) in objects]
         positives = data.positives
-        distractors = (
-            read_distractors(data.ids_dir / DISTRACTORS, self.distractors)
-            if self.distractors
-            else []
-        )
+        distractors = data.distractors
         needed = sorted(set(queries + positives)) if pairing == "ii" else queries + positives
         mask = _images.present(needed, data.core, where, PUBLISHED, ctx)
         distractor_files = [f"{d}.jpg" for d in distractors]
@@ -345,7 +410,7 @@ class _IliasBase(Task):
     ) -> np.ndarray:
         instruction = self.query_instruction(subset, ctx)
         if pairing == "ti":
-            texts = [_read_text(data.core / q) for q in queries]
+            texts = [data.texts[q] for q in queries]
             return embedder.embed_texts(texts, role="query", instruction=instruction)
         blocks = []
         for q0 in range(0, len(queries), QUERY_BLOCK):
@@ -360,10 +425,18 @@ class _IliasBase(Task):
 
 
 def _read_text(path: Path) -> str:
-    """A text query as the official extraction reads it (the whole file, unstripped)."""
+    """A text query as the official extraction reads it (the whole file, unstripped); a file
+    that is not UTF-8 is refused naming its line."""
     if not path.is_file():
         raise DataFormatError(f"{path}: text query not found; it ships in ilias_core ({PUBLISHED})")
-    return path.read_text()
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise DataFormatError(
+            f"{path}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x}); re-save the file as UTF-8"
+        ) from None
 
 
 _COMMON: dict[str, Any] = {

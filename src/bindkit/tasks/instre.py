@@ -33,7 +33,13 @@ INSTRE-M query's box spans both objects) — and the images of the release, ``IN
 Queries are embedded whole by default: seed 000 names query crops for Oxford, Paris and
 Sculptures only, and vissl's INSTRE evaluation reads no query box. ``--task-option crop=true``
 cuts each query to its ``.mat`` box instead, as os2d's INSTRE loader does; that is bindkit's
-assumption of what a cropped INSTRE protocol means, not an official script's.
+assumption of what a cropped INSTRE protocol means, not an official script's. With it, every box
+is checked before any model loads (:mod:`bindkit.tasks._boxes`: a box that is not finite, is
+inverted, holds no pixel or lies wholly outside its image is refused naming ``gnd[n]`` and the
+query; one reaching past the edge is clipped to the image).
+
+The ``.mat`` is checked as it is read: empty ``qimlist`` or ``imlist``, a ``gnd`` entry that is
+not a struct, and a listed positive that is not an index into ``imlist`` are refused in one line.
 
 Relevance follows the release's folders as above (the release's own rule: the first box of an
 INSTRE-M image is its S1 ``a`` object, the second its ``b``); the ``.mat``'s per-query positives
@@ -55,6 +61,7 @@ from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.instance import graded_scores, rankings
 from bindkit.tasks import _images
+from bindkit.tasks._boxes import check_box, check_inside
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 from bindkit.tasks.revisited import _crop
 
@@ -111,33 +118,77 @@ def read_gnd(path: Path) -> tuple[list[str], list[str], list[Box], list[list[int
         raise DataFormatError(f"{path}: not found; download gnd_instre.mat from {PUBLISHED}")
     try:
         from scipy.io import loadmat
+        from scipy.io.matlab import MatReadError
     except ImportError:
         raise BindkitError(
             "instre: reading gnd_instre.mat needs scipy; pip install 'bindkit[benchmarks]'"
         ) from None
     try:
         mat = loadmat(str(path))
-    except (ValueError, TypeError, OSError, NotImplementedError) as exc:
+    except (MatReadError, ValueError, TypeError, OSError, NotImplementedError) as exc:
         raise DataFormatError(
             f"{path}: not a readable MATLAB file ({exc}); download it again"
         ) from None
     if not all(k in mat for k in ("qimlist", "imlist", "gnd")):
         raise DataFormatError(f"{path}: needs qimlist, imlist and gnd; download it again")
-    qimlist = [str(np.ravel(v)[0]) for v in np.ravel(mat["qimlist"])]
-    imlist = [str(np.ravel(v)[0]) for v in np.ravel(mat["imlist"])]
+    qimlist, imlist = (_names(path, mat, key) for key in ("qimlist", "imlist"))
     gnd = np.ravel(mat["gnd"])
     if len(gnd) != len(qimlist):
         raise DataFormatError(f"{path}: gnd and qimlist differ in length")
     boxes: list[Box] = []
     positives = []
     for number, entry in enumerate(gnd):
-        positives.append([int(i) - 1 for i in np.ravel(entry[0])] if len(entry) else [])
-        box = np.ravel(entry[1]).astype(np.float64) if len(entry) > 1 else np.empty(0)
+        if not isinstance(entry, np.void) or not entry.dtype.names:
+            raise DataFormatError(
+                f"{path}: gnd[{number}] is not a struct of positives and a box; download it again"
+            )
+        fields = len(entry.dtype.names)  # a struct has at least one: checked above
+        positives.append(_positives(path, number, entry[0], len(imlist)))
+        box = _numbers(entry[1]) if fields > 1 else np.empty(0)
         if box.size != 4:
             raise DataFormatError(f"{path}: gnd[{number}] has no [x1, y1, x2, y2] box")
         x1, y1, x2, y2 = box.tolist()
         boxes.append((x1, y1, x2, y2))
     return qimlist, imlist, boxes, positives
+
+
+def _names(path: Path, mat: dict[str, Any], key: str) -> list[str]:
+    """A cell array of image paths; an empty one is refused (nothing to rank or no query)."""
+    try:
+        names = [str(np.ravel(v)[0]) for v in np.ravel(mat[key])]
+    except IndexError:  # an empty cell
+        names = []
+    if not names or not all(names):
+        raise DataFormatError(f"{path}: {key} is empty or holds an empty name; download it again")
+    return names
+
+
+def _numbers(value: Any) -> np.ndarray:
+    """A .mat field as a flat float array (empty when it holds no numbers)."""
+    try:
+        return np.ravel(value).astype(np.float64)
+    except (TypeError, ValueError):
+        return np.empty(0)
+
+
+def _positives(path: Path, number: int, value: Any, n_images: int) -> list[int]:
+    """gnd[number]'s positives (1-based into imlist) as 0-based indices; each must name an
+    image, or the .mat is not the one of these lists."""
+    listed = _numbers(value)
+    with np.errstate(invalid="ignore"):  # NaN compares False; ~isfinite catches it
+        bad = listed[
+            ~np.isfinite(listed) | (listed != np.round(listed)) | (listed < 1) | (listed > n_images)
+        ]
+    if bad.size:
+        raise DataFormatError(
+            f"{path}: gnd[{number}] lists positive {bad[0]:g}, not an index 1..{n_images} of "
+            "imlist; download it again"
+        )
+    return [int(i) - 1 for i in listed]
+
+
+def _where(file: Path, number: int, query: str) -> str:
+    return f"{file}: gnd[{number}] (query {query})"
 
 
 def _is_m(path: str) -> bool:
@@ -156,7 +207,7 @@ def _check_listed(
         (qimlist[q], imlist[i])
         for q in chosen
         for i in listed[q]
-        if not 0 <= i < len(imlist) or not instances(qimlist[q]) & instances(imlist[i])
+        if not instances(qimlist[q]) & instances(imlist[i])  # read_gnd checked the range
     ]
     if bad:
         ctx.note(
@@ -197,6 +248,10 @@ class Instre(Task):
         for p in (*qimlist, *imlist):
             instances(p)  # every path names its objects, or the file is not INSTRE's
         root = image_root if image_root is not None else file.parent
+        if self.crop:  # the boxes are read only for crops; checked before any model loads
+            for number, query in enumerate(qimlist):
+                where = _where(file, number, query)
+                check_inside(check_box(boxes[number], where), root / query, False, where)
         payload = (qimlist, imlist, boxes, positives, root)
         return Dataset("instre", sha256_file(file), str(file), payload, SUBSETS, has_images=True)
 
@@ -215,7 +270,9 @@ class Instre(Task):
             ctx.note("warning: instre: mAP needs every image; nothing scored")
             return None
         inputs: list[Any] = [
-            _crop(root / qimlist[i], boxes[i]) if self.crop else ImageRef(root / qimlist[i])
+            _crop(root / qimlist[i], boxes[i], _where(Path(dataset.source), i, qimlist[i]))
+            if self.crop
+            else ImageRef(root / qimlist[i])
             for i in chosen
         ]
         qv = embedder.embed_images(

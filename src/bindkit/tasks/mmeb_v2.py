@@ -20,6 +20,17 @@ and *visdoc* rank against every label, clip or page, so a tie there falls as num
 it. ``ties`` is one value per task and is declared ``wrong`` (no tie is credited on purpose);
 this paragraph is the rule.
 
+Graded NDCG (visual documents, whose qrels grade pages): VLM2Vec's ``RankingMetrics.evaluate``
+de-duplicates each query's labels with ``list(set(labels))`` before ``ndcg_at_k`` zips them with
+``rel_scores`` in the file's order, so where grades differ its leaderboard value pairs grades with
+the wrong pages, and for string ids that pairing follows the process's ``PYTHONHASHSEED`` (random
+per run unless set). bindkit reports the intended value by default (each page's own grade, as
+``ndcg_at_k`` documents); ``--task-option ndcg=leaderboard`` computes the leaderboard code's
+value, ``list(set(labels))`` in this process: equal to ``eval.py`` run with the same
+``PYTHONHASHSEED`` (set it, e.g. ``PYTHONHASHSEED=0``, for a value that repeats). That choice is
+in the visdoc results' options only when it is not the default. Binary labels (every other
+dataset) give the same value either way.
+
 Readers and file layout: :mod:`bindkit.tasks._mmeb_v2_data`. Inputs are embedded in chunks of
 ``chunk_size`` (``--task-option chunk_size=N``) through the embedder (and its cache), with a
 progress line per chunk, so a killed run loses at most the chunk in flight and a rerun skips
@@ -101,6 +112,8 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
         "ood": ("ViDoSeek-page", "ViDoSeek-doc", "MMLongBench-page", "MMLongBench-doc"),
     },
 }
+#: ``--task-option ndcg=``: the intended graded NDCG (default) or the leaderboard code's
+NDCG_FORMS = ("intended", "leaderboard")
 META_METRIC = {"image": "hit_at_1", "video": "hit_at_1", "visdoc": "ndcg_linear_at_5"}
 LEADERBOARD = tuple(s for groups in GROUPS.values() for g in groups.values() for s in g)
 #: The datasets bindkit reads: the leaderboard's, then ``visdoc.yaml``'s English-only ViDoRe v2
@@ -168,10 +181,22 @@ class MMEBV2(Task):
         "under <owner>/<name>; see the README)",
     )
 
-    def __init__(self, chunk_size: int = 64) -> None:
+    def __init__(self, chunk_size: int = 64, ndcg: str = "intended") -> None:
         if chunk_size < 1:
             raise BindkitError(f"--task-option chunk_size={chunk_size}: use at least 1")
+        if ndcg not in NDCG_FORMS:
+            raise BindkitError(
+                f"mmeb_v2 --task-option ndcg={ndcg!r}: use one of {', '.join(NDCG_FORMS)}"
+            )
         self.chunk_size = chunk_size
+        self.ndcg = ndcg
+
+    def options(self, subset: str) -> dict[str, Any]:
+        """``ndcg`` only where it changes the result (graded visdoc labels) and is not the
+        default, so results scored before the option existed keep their provenance."""
+        if self.ndcg != "intended" and meta_task(subset) == "visdoc":
+            return {"ndcg": self.ndcg}
+        return {}
 
     def families(self) -> dict[str, tuple[str, ...]]:
         return families()
@@ -235,7 +260,7 @@ class MMEBV2(Task):
         predictions = rank(split, keep, names, vectors)
         hits = [hit_at_1(p, q.labels) for p, q in zip(predictions, keep, strict=True)]
         ndcg = [
-            ndcg_linear_at_k(p, q.labels, q.rel_scores, 5)
+            ndcg_linear_at_k(p, self._ndcg_labels(q.labels), q.rel_scores, 5)
             for p, q in zip(predictions, keep, strict=True)
         ]
         main = hits if META_METRIC[meta_task(subset)] == "hit_at_1" else ndcg
@@ -257,6 +282,9 @@ class MMEBV2(Task):
             "top": [p[:5] for p in predictions],
         }
         return {"scores": scores, "counts": counts, "per_query": per_query}
+
+    def _ndcg_labels(self, labels: tuple[str, ...]) -> Sequence[str]:
+        return leaderboard_labels(labels) if self.ndcg == "leaderboard" else labels
 
     def _embed(
         self,
@@ -486,6 +514,14 @@ def rank(
 def hit_at_1(prediction: Sequence[str], labels: Sequence[str]) -> float:
     """1 when the top-ranked candidate is relevant (``RankingMetrics.hit_at_k`` with k=1)."""
     return 1.0 if labels and prediction[:1] and prediction[0] in set(labels) else 0.0
+
+
+def leaderboard_labels(labels: Sequence[str]) -> list[str]:
+    """The labels in the order ``RankingMetrics.evaluate`` passes them to ``ndcg_at_k``:
+    ``list(set(labels))``. That call then zips them with ``rel_scores`` in the file's order, so
+    with graded labels it pairs grades with the wrong documents; for strings the set's order
+    follows this process's ``PYTHONHASHSEED``. See the module docstring."""
+    return list(set(labels))
 
 
 def ndcg_linear_at_k(

@@ -20,6 +20,18 @@ with a note: Paris ships 20 (HTML error pages saved as ``.jpg``, listed in the p
 from the ranked list while compute_ap still counts them among the positives of the unchanged
 ground truth; so does this task.
 
+Query boxes are read as ``x1 y1 x2 y2`` and checked before any model loads: a box that is not
+finite, inverted, holds no pixel or lies wholly outside its image is refused in one line naming
+the query file; a box reaching past the edge is clipped to the image (:mod:`bindkit.tasks.
+_boxes`). A ground truth where no query has a good or ok image is refused (there is no AP to
+compute); a query without any is left out of the mean with a warning, as compute_ap would give
+it no number.
+
+Line endings: each ground-truth line is stripped, so files saved with Windows line endings
+(CRLF) read as the published LF files do. ``compute_ap.cpp`` reads lines with ``getline`` and
+would keep the ``\r`` in each name, finding none of them; bindkit is lenient there on purpose
+(a CRLF copy names the same images), and its scores equal compute_ap's on the LF files.
+
 The Sculptures 6k task (:mod:`bindkit.tasks.sculptures6k`) reads the same file convention.
 """
 
@@ -38,6 +50,7 @@ from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.metrics.instance import oxford_map, rankings
 from bindkit.tasks import _images
+from bindkit.tasks._boxes import check_box, check_inside
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 from bindkit.tasks.revisited import _crop
 
@@ -95,15 +108,36 @@ def read_gt(folder: Path, published: str, prefix: str = "") -> list[GtQuery]:
                 f"{file}: expected one line '<image> x1 y1 x2 y2'; download the ground truth again"
             )
         try:
-            x1, y1, x2, y2 = (float(v) for v in fields[1:])
+            numbers = [float(v) for v in fields[1:]]
         except ValueError:
             raise DataFormatError(f"{file}: the box {fields[1:]} is not four numbers") from None
+        box = check_box(numbers, f"{file}: query {name}")
         image = fields[0][len(prefix) :] if prefix and fields[0].startswith(prefix) else fields[0]
         lists = {k: tuple(_lines(folder / f"{name}_{k}.txt", published)) for k in LISTS}
-        queries.append(GtQuery(name, image, (x1, y1, x2, y2), **lists))
+        queries.append(GtQuery(name, image, box, **lists))
     if not queries:
         raise DataFormatError(f"{folder}: no *_query.txt files; it is published at {published}")
+    if not any(q.good or q.ok for q in queries):
+        raise DataFormatError(
+            f"{folder}: no query has a good or ok image (every *_good.txt and *_ok.txt is empty), "
+            f"so there is no AP to compute; download the ground truth again ({published})"
+        )
     return queries
+
+
+def _where(folder: Path, q: GtQuery) -> str:
+    return f"{folder / f'{q.name}_query.txt'}: query {q.name}"
+
+
+def check_query_boxes(queries: list[GtQuery], folder: Path, root: Path) -> None:
+    """Refuse, before any model loads, a query box lying wholly outside its image (for the
+    query images present under ``root``; missing ones are named when the task runs)."""
+    if not root.is_dir():
+        return
+    stems = collection(root)
+    for q in queries:
+        if q.image in stems:
+            check_inside(q.box, root / stems[q.image], False, _where(folder, q))
 
 
 def collection(root: Path) -> dict[str, str]:
@@ -164,6 +198,7 @@ class OxfordConvention(Task):
         else:
             near = [p / self.images_dir for p in (data, folder.parent)]
             root = next((p for p in near if p.is_dir()), near[0])
+        check_query_boxes(queries, folder, root)
         name = self.metadata.name
         return Dataset(
             name,
@@ -206,7 +241,16 @@ class OxfordConvention(Task):
         if any(q.image not in index for q in queries):
             lost = next(q for q in queries if q.image not in index)
             raise DataFormatError(f"{where}: query {lost.name}'s image {lost.image} is unreadable")
-        crops = [_crop(root / names[index[q.image]], q.box) for q in queries]
+        crops = [
+            _crop(root / names[index[q.image]], q.box, _where(Path(dataset.source), q))
+            for q in queries
+        ]
+        empty = [q.name for q in queries if not (q.good or q.ok)]
+        if empty:
+            ctx.note(
+                f"warning: {where}: {len(empty)} of {len(queries)} queries have no good or ok "
+                f"image and are left out of the mean (first: {empty[0]})"
+            )
         qv = embedder.embed_images(
             crops, role="query", instruction=self.query_instruction(subset, ctx)
         )

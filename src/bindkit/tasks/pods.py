@@ -13,6 +13,9 @@ the reference views of every object in ``class_to_idx``, as the official code bu
 Files as published (``pods.zip``, unpacked by the repository's dataset/download_benchmarks.sh):
 ``<data>/pods_info.json`` and ``<data>/{train,test}/<object>/<image>`` (jpg, png, JPEG, jpeg or
 JPG, in the object's folder or one folder below, as ``util/data_util.get_paths`` finds them).
+Files whose names start with a dot are skipped as the official ``glob.glob`` skips them. Every
+object of ``class_to_idx`` needs reference views and test photos: a missing folder is refused
+naming it (the official code runs each object on its own and none is dropped).
 ``pods_image_annos.json`` (which test photo is in which distribution-shift split) is not read:
 dataset/README.md documents its values (``class``, ``split``, ``test_split``: one of
 ``in_distribution``, ``pose``, ``distractors``, ``pose_and_distractors``) but not the format of
@@ -55,11 +58,19 @@ class PodsData:
 
 
 def images_of(folder: Path) -> list[Path]:
-    """The images ``get_paths`` finds: in the folder and one folder below, sorted."""
+    """The images ``get_paths`` finds: in the folder and one folder below, sorted.
+
+    Its ``glob.glob`` skips names starting with a dot at each wildcard (hidden files such as
+    ``.x.jpg``, macOS ``._*`` resource forks, hidden folders), unlike ``pathlib``'s glob, so
+    those are left out here too."""
     found: set[Path] = set()
     for ext in EXTENSIONS:
-        found.update(p for p in folder.glob(f"*.{ext}") if p.is_file())
-        found.update(p for p in folder.glob(f"*/*.{ext}") if p.is_file())
+        for pattern in (f"*.{ext}", f"*/*.{ext}"):
+            found.update(
+                p
+                for p in folder.glob(pattern)
+                if p.is_file() and not any(n.startswith(".") for n in p.relative_to(folder).parts)
+            )
     return sorted(found)
 
 
@@ -113,10 +124,14 @@ class PODS(Task):
                     f"{root / 'train' / name}: no reference images; unpack {PUBLISHED} there "
                     "(or pass --image-root)"
                 )
+            photos = images_of(root / "test" / name)
+            if not photos:  # each official run is one object: none is skipped
+                raise DataFormatError(
+                    f"{root / 'test' / name}: no test photos of {name!r}; unpack {PUBLISHED} "
+                    "there (or pass --image-root)"
+                )
             references += [(name, p.relative_to(root).as_posix()) for p in refs]
-            tests += [
-                (name, p.relative_to(root).as_posix()) for p in images_of(root / "test" / name)
-            ]
+            tests += [(name, p.relative_to(root).as_posix()) for p in photos]
         digest = hashlib.sha256(sha256_file(info).encode())
         for _, path in references + tests:
             digest.update(f"\n{path}".encode())

@@ -23,6 +23,7 @@ from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.metrics.instance import KAPPAS, rankings, revisited_aps, revisited_maps
 from bindkit.tasks import _images
+from bindkit.tasks._boxes import check_box, check_inside, clip_box
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
 PUBLISHED = "http://cmp.felk.cvut.cz/revisitop/ (gnd_*.pkl and the jpg/ folder)"
@@ -62,6 +63,9 @@ class _Revisited(Task):
         file = data / f"gnd_{self.dataset_name}.pkl" if data.is_dir() else data
         cfg = read_gnd(file)
         root = image_root if image_root is not None else file.parent / "jpg"
+        for number, (name, g) in enumerate(zip(cfg["qimlist"], cfg["gnd"], strict=True)):
+            where = f"{file}: query {name} (gnd[{number}])"  # checked before any model loads
+            check_inside(check_box(np.ravel(g["bbx"]), where), root / f"{name}.jpg", False, where)
         return Dataset(
             self.dataset_name, sha256_file(file), str(file), (cfg, root), has_images=True
         )
@@ -77,7 +81,10 @@ class _Revisited(Task):
         if not mask.all():
             ctx.note(f"warning: {where}: mAP needs every image; nothing scored")
             return None
-        queries = [_crop(root / n, g["bbx"]) for n, g in zip(qnames, cfg["gnd"], strict=True)]
+        queries = [
+            _crop(root / n, g["bbx"], f"{dataset.source}: query {n}")
+            for n, g in zip(qnames, cfg["gnd"], strict=True)
+        ]
         q = embedder.embed_images(
             queries, role="query", instruction=self.query_instruction(subset, ctx)
         )
@@ -112,13 +119,14 @@ def _medium_first(item: tuple[str, Any]) -> int:
     return ("medium", "easy", "hard").index(item[0])
 
 
-def _crop(path: Path, bbx: Any) -> Any:
+def _crop(path: Path, bbx: Any, where: str) -> Any:
     """The query image cropped to its box, as revisitop's examples do (PIL ``crop`` of the
-    stored pixels: the box is in their coordinates, so no EXIF rotation first)."""
+    stored pixels: the box is in their coordinates, so no EXIF rotation first), the box clipped
+    to the image (:mod:`bindkit.tasks._boxes`); ``where`` names the query in an error."""
     from bindkit.embed.images import ImagePolicy, load_image
 
-    box = tuple(float(v) for v in np.ravel(bbx)[:4])
-    return load_image(path, ImagePolicy(exif=False)).crop(box)
+    picture = load_image(path, ImagePolicy(exif=False))
+    return picture.crop(clip_box(check_box(np.ravel(bbx), where), picture.size, where))
 
 
 def _meta(name: str, city: str) -> TaskMetadata:
