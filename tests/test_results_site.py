@@ -139,9 +139,15 @@ def test_a_rerun_replaces_the_site_whole_and_a_failure_keeps_the_old_one(
 ) -> None:
     site = tmp_path / "site"
     write_site(results, site)
-    (site / "stale.txt").write_text("from an older run")
-    write_site(results, site)
-    assert not (site / "stale.txt").exists()
+    (site / "index.html").write_text("an older page")
+    write_site(results, site)  # the files the marker lists are the site's: replaced
+    assert (site / "index.html").read_text() != "an older page"
+    for mine in (site / "notes.txt", site / "results" / "mine.json"):
+        mine.write_text("mine")  # a file bindkit did not write is never deleted
+        with pytest.raises(BindkitError, match=rf"holds .*{mine.name}, which bindkit did not"):
+            write_site(results, site)
+        assert mine.read_text() == "mine"
+        mine.unlink()
     before = (site / "index.html").read_text()
 
     def broken(*args: Any, **kwargs: Any) -> str:

@@ -13,22 +13,15 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import shutil
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bindkit._io import (
-    _umask,
-    atomic_write_text,
-    check_can_create,
-    check_not_input,
-    make_dirs,
-)
+from bindkit._io import atomic_write_text, check_can_create, check_not_input
+from bindkit._staging import new_staging, swap_into_place
 from bindkit.errors import BindkitError
 from bindkit.results.report import (
     PARTIAL_MARK,
@@ -46,7 +39,9 @@ from bindkit.results.report import (
 from bindkit.results.store import collect_paths, is_partial
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, label, pct
 
-MARKER = ".bindkit-site"  # marks a folder this module wrote, so a rerun may replace it
+MARKER = ".bindkit-site"  # marks a folder this module wrote (and lists its files): a rerun may
+#                           replace it
+STAGING_TAG = "site"  # staged as .OUT.site-PID-XXXXXXXX beside OUT
 
 
 @dataclass(frozen=True)
@@ -197,18 +192,13 @@ def write_site(
     next time); an existing ``out`` is replaced only if this function wrote it."""
     results, out = Path(results), Path(out)
     check_not_input(out, [results])
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists())):
-        raise BindkitError(
-            f"--out {out}: exists and is not a bindkit site; choose a new folder or remove it"
-        )
+    check_replaceable(out)
     found = collect_paths(results, warn)
     if not found:
         raise BindkitError(f"{results}: no bindkit result files found; run `bindkit eval` first")
     check_can_create(out.parent if out.parent != Path("") else Path("."))
-    make_dirs(out.parent)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging = new_staging(out, STAGING_TAG)
     try:
-        staging.chmod(0o777 & ~_umask())  # a site is for serving: not mkdtemp's owner-only mode
         files = []
         for path, record in found:
             link = Path("results") / path.relative_to(results)
@@ -223,23 +213,60 @@ def write_site(
                     table.plot = plot.name
                     break
         atomic_write_text(staging / "index.html", to_html(site, str(results)))
-        (staging / MARKER).write_text("written by bindkit report --out DIR/\n")
-        _swap_into_place(staging, out)
+        written = sorted(
+            p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file()
+        )
+        marker = {"written_by": "bindkit report --out DIR/", "files": written}
+        (staging / MARKER).write_text(json.dumps(marker, indent=1) + "\n", "utf-8")
+        check_replaceable(out)  # again: a file may have been put there while we worked
+        swap_into_place(staging, out, replace=True)
     finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)  # gone already once renamed into place
     return out / "index.html"
 
 
-def _swap_into_place(staging: Path, out: Path) -> None:
-    """Rename ``staging`` to ``out``, replacing an earlier site whole (never half of one)."""
-    old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        out.rename(old)
-    staging.rename(out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+def check_replaceable(out: Path) -> None:
+    """Refuse an ``out`` a rebuild would damage: a file, a folder this module did not write,
+    or an earlier site holding a file it did not write (the rebuild replaces the folder whole,
+    so that file would be lost).
+
+    Raises:
+        BindkitError: one line naming ``out`` or the first such file.
+    """
+    if not out.exists():
+        return
+    if not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file()):
+        raise BindkitError(
+            f"--out {out}: exists and is not a bindkit site; choose a new folder or remove it"
+        )
+    if not (out / MARKER).is_file():
+        return  # an empty folder may become the site
+    ours = _site_files(out / MARKER)
+    for path in sorted(out.rglob("*")):
+        name = path.relative_to(out).as_posix()
+        if name == MARKER or (path.is_dir() and not path.is_symlink()):
+            continue
+        written = name in ours if ours is not None else _legacy_site_file(name)
+        if not written:
+            raise BindkitError(
+                f"--out {out}: holds {path}, which bindkit did not write and a rebuild would "
+                "delete; move it out of the site first, or choose another --out"
+            )
+
+
+def _site_files(marker: Path) -> set[str] | None:
+    """The files a site's marker lists; None for a marker of an earlier bindkit (plain text)."""
+    try:
+        data = json.loads(marker.read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError, OSError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    return {f for f in files if isinstance(f, str)} if isinstance(files, list) else None
+
+
+def _legacy_site_file(name: str) -> bool:
+    """What a site of a bindkit without the file list in its marker writes."""
+    return name in ("index.html", "saber_by_n.png") or name.startswith("results/")
 
 
 _STYLE = """
