@@ -90,11 +90,13 @@ def _number(value: Any) -> float | None:
 
 
 def _headline_score(record: dict[str, Any]) -> tuple[str, float] | None:
-    """The first of the task's declared scores that this record holds."""
+    """The first of the task's declared scores that this record holds. A NaN (undefined there)
+    is returned as it is, so the column stays the main score's and shows it as missing, rather
+    than another score silently taking its place."""
     for name in _score_names(record["task"]):
-        value = _number(record["scores"].get(name))
-        if value is not None:
-            return name, value
+        value = record["scores"].get(name)
+        if not isinstance(value, bool) and isinstance(value, int | float):
+            return name, float(value)
     return None
 
 

@@ -142,7 +142,7 @@ def _overview(records: list[dict[str, Any]], ids: dict[int, str]) -> SiteTable:
         for column in columns:
             group = cells.get((model, column), [])
             values = [v for v in (_headline_score(r) for r in group) if v is not None]
-            mean = sum(v for _, v in values) / len(values) if values else None
+            mean = _number(sum(v for _, v in values) / len(values)) if values else None
             row.append(
                 Cell(mean, tuple(ids[id(r)] for r in group), any(is_partial(r) for r in group))
             )
@@ -162,13 +162,11 @@ def _benchmark_table(
     names = _score_names(task) or tuple(
         dict.fromkeys(k for r in mine for k, v in r["scores"].items() if _number(v) is not None)
     )
-    columns = [
+    columns = [  # a score NaN everywhere keeps its column (shown as missing, with a warning)
         (p, n)
         for p in pairings
         for n in names
-        if any(
-            _number(found.get((m, p), {}).get("scores", {}).get(n)) is not None for m, _ in found
-        )
+        if any(_is_score(found.get((m, p), {}).get("scores", {}).get(n)) for m, _ in found)
     ]
     rows = []
     for model in dict.fromkeys(label(r) for r in mine):
@@ -181,6 +179,18 @@ def _benchmark_table(
     title = f"{task} · {where}" + ("" if subset == "default" else f" · {subset}")
     heads = [f"{PAIRING_NAMES.get(p, p)} {n}" for p, n in columns]
     return SiteTable(title + " (%)", ["model", *heads], rows)
+
+
+def _is_score(value: Any) -> bool:
+    """A number, NaN included (an undefined score: shown as missing, never dropped)."""
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def undefined_scores(record: dict[str, Any]) -> list[str]:
+    """The declared scores of ``record`` that are NaN (shown as missing, worth a warning)."""
+    scores = record["scores"]
+    return [n for n in _score_names(record["task"]) if _is_score(scores.get(n))
+            and scores[n] != scores[n]]  # fmt: skip
 
 
 # -- writing -------------------------------------------------------------------------------
@@ -201,6 +211,9 @@ def write_site(
     try:
         files = []
         for path, record in found:
+            for name in undefined_scores(record):
+                if warn is not None:
+                    warn(f"warning: {path}: score {name!r} is NaN (undefined); shown as –")
             link = Path("results") / path.relative_to(results)
             (staging / link).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, staging / link)
