@@ -120,9 +120,12 @@ def test_a_cut_off_download_resumes_with_a_range_request(server: str, tmp_path: 
 def test_a_whole_part_left_behind_is_checked_and_kept(server: str, tmp_path: Path) -> None:
     Handler.files["a.json"] = b'{"a": 1}'
     (tmp_path / "a.json.part").write_bytes(b'{"a": 1}')  # killed before the rename
+    meta = {"url": f"{server}/a.json", "length": 8}  # the sidecar the download wrote
+    (tmp_path / "a.json.part.json").write_text(json.dumps(meta))
     download(f"{server}/a.json", tmp_path / "a.json", sha256=sha(b'{"a": 1}'))
     assert (tmp_path / "a.json").read_bytes() == b'{"a": 1}'
     assert Handler.requests == [("a.json", "bytes=8-")]  # answered 416: nothing more to send
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
 
 
 def test_a_checksum_mismatch_leaves_nothing_behind(
@@ -136,7 +139,7 @@ def test_a_checksum_mismatch_leaves_nothing_behind(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert f"sha256 {sha(b'{}')} is not the pinned {wrong}; the download was removed" in err
-    assert sorted(p.name for p in (tmp_path / "sc").iterdir()) == []
+    assert not (tmp_path / "sc").exists()  # a failure leaves no empty folder it made
 
 
 def test_http_errors_are_one_line(server: str, tmp_path: Path) -> None:
