@@ -38,7 +38,7 @@ def remove_dead_staging(out: Path, tag: str) -> list[Path]:
     A folder of a live process (another writer at work) is never touched.
     """
     parent, prefix = out.parent, _prefix(out, tag)
-    removed = []
+    removed: list[Path] = []
     if not parent.is_dir():
         return removed
     for path in parent.iterdir():
