@@ -19,7 +19,7 @@ from typing import Any
 
 from bindkit._io import atomic_write_figure, atomic_write_text
 from bindkit.errors import BindkitError
-from bindkit.results.store import collect, data_key, is_partial
+from bindkit.results.store import collect, data_key, is_partial, none_found, noting
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 
 FORMATS = (".md", ".html", ".csv", ".tex")
@@ -459,9 +459,10 @@ def write_report(
     """Write a report of every result under ``results`` to ``out`` (default
     ``RESULTS/report.md``); the format follows the suffix. Returns the report and plot paths.
     Result files that cannot be used are skipped with one ``warn`` line each."""
-    records = collect(results, warn)
+    skipped, note = noting(warn)
+    records = collect(results, note)
     if not records:
-        raise BindkitError(f"{results}: no bindkit result files found; run `bindkit eval` first")
+        raise none_found(results, len(skipped))
     target = Path(out) if out is not None else Path(results) / "report.md"
     if target.suffix not in FORMATS:
         raise BindkitError(f"--out {target}: use a {', '.join(FORMATS)} file name")

@@ -36,7 +36,7 @@ from bindkit.results.report import (
     data_labels,
     plot_by_n,
 )
-from bindkit.results.store import collect_paths, is_partial
+from bindkit.results.store import collect_paths, is_partial, none_found, noting
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, label, pct
 
 MARKER = ".bindkit-site"  # marks a folder this module wrote (and lists its files): a rerun may
@@ -203,9 +203,10 @@ def write_site(
     results, out = Path(results), Path(out)
     check_not_input(out, [results])
     check_replaceable(out)
-    found = collect_paths(results, warn)
+    skipped, note = noting(warn)
+    found = collect_paths(results, note)
     if not found:
-        raise BindkitError(f"{results}: no bindkit result files found; run `bindkit eval` first")
+        raise none_found(results, len(skipped))
     check_can_create(out.parent if out.parent != Path("") else Path("."))
     staging = new_staging(out, STAGING_TAG)
     try:

@@ -230,6 +230,30 @@ def collect(root: str | Path, warn: Callable[[str], None] | None = None) -> list
     return [record for _path, record in collect_paths(root, warn)]
 
 
+def noting(
+    warn: Callable[[str], None] | None,
+) -> tuple[list[str], Callable[[str], None]]:
+    """A ``warn`` that also keeps each message, so a caller can say how many were skipped."""
+    kept: list[str] = []
+
+    def note(message: str) -> None:
+        kept.append(message)
+        if warn is not None:
+            warn(message)
+
+    return kept, note
+
+
+def none_found(root: str | Path, skipped: int) -> BindkitError:
+    """The error for a ``root`` without a usable result: none there, or all ``skipped``."""
+    if skipped:
+        return BindkitError(
+            f"{root}: no bindkit result files found ({skipped} unusable, see the warnings); "
+            "run `bindkit eval` again for them"
+        )
+    return BindkitError(f"{root}: no bindkit result files found; run `bindkit eval` first")
+
+
 def collect_paths(
     root: str | Path, warn: Callable[[str], None] | None = None
 ) -> list[tuple[Path, dict[str, Any]]]:
