@@ -160,6 +160,22 @@ def test_a_rerun_replaces_the_site_whole_and_a_failure_keeps_the_old_one(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+def test_a_site_of_an_earlier_bindkit_is_rebuilt_but_a_user_file_in_it_is_kept(
+    results: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    write_site(results, site)
+    (site / MARKER).write_text("written by bindkit report --out DIR/\n")  # no file list yet
+    (site / "results" / "old.json").write_text("{}")  # its copies may go
+    write_site(results, site)
+    assert not (site / "results" / "old.json").exists()
+    (site / MARKER).write_text("written by bindkit report --out DIR/\n")
+    (site / "notes.md").write_text("mine")
+    with pytest.raises(BindkitError, match=r"holds .*notes.md, which bindkit did not write"):
+        write_site(results, site)
+    assert (site / "notes.md").read_text() == "mine"
+
+
 def _chromium() -> str:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
