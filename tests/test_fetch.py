@@ -199,6 +199,29 @@ def test_the_state_file_is_checked_against_the_files_on_disk(
     assert capsys.readouterr().out.count("  have ") == 2
 
 
+@pytest.mark.parametrize(
+    ("name", "data", "problem"),
+    [
+        ("g.pkl", b"\x80\x04rest", None),
+        ("g.pkl", b"PK\x03\x04 a zip", "does not start like a .pkl file"),
+        ("a.json", b'  \n{"a": 1}', None),
+        ("a.json", b"<!DOCTYPE html><html>", "an HTML page"),
+        ("x.tgz", b"<?xml version='1.0'?><Error>AccessDenied</Error>", "an XML document"),
+        ("1qaPlrwhGNMrR3a11iopZUT", b"<html><body>Virus scan warning", "an HTML page"),
+        ("page.html", b"<html>", None),
+        ("t.txt", b"", "an empty file"),
+    ],
+)
+def test_an_unpinned_file_must_look_like_its_kind(
+    tmp_path: Path, name: str, data: bytes, problem: str | None
+) -> None:
+    from bindkit.fetch.download import content_problem
+
+    (tmp_path / "f").write_bytes(data)
+    found = content_problem(tmp_path / "f", name)
+    assert found == problem if problem is None else problem in str(found)
+
+
 def test_http_errors_are_one_line(server: str, tmp_path: Path) -> None:
     with pytest.raises(BindkitError, match=r"missing.json: HTTP 404"):
         download(f"{server}/missing.json", tmp_path / "m.json")

@@ -186,8 +186,8 @@ def _transfer(response: Any, url: str, part: Path, offset: int, progress: bool) 
         atomic_write_text(_meta_path(part), json.dumps(meta) + "\n")
     except OSError as exc:
         raise path_error(exc, part) from exc
-    bar = reporter(expected or 0, part.name[: -len(".part")], unit="B", initial=offset,
-                   enabled=progress)  # fmt: skip
+    name = part.name.removesuffix(".part")
+    bar = reporter(expected or 0, name, unit="B", initial=offset, enabled=progress)
     received = offset
     start = window = time.monotonic()
     in_window = 0
@@ -242,13 +242,13 @@ def content_problem(path: Path, name: str) -> str | None:
         head = handle.read(512)
     if not head:
         return "the server sent an empty file"
-    text = head.lstrip().lower()
-    if not name.lower().endswith((".html", ".htm", ".xml")) and text.startswith(HTML_START):
-        return "the server sent an HTML page"
-    magic = MAGIC.get(Path(name).suffix.lower())
-    start = text if Path(name).suffix.lower() == ".json" else head
-    if magic is not None and not start.startswith(magic):
-        return f"the server sent a file that does not start like a {Path(name).suffix} file"
+    text, suffix = head.lstrip().lower(), Path(name).suffix.lower()
+    if suffix not in (".html", ".htm", ".xml") and text.startswith(HTML_START):
+        kind = "an XML document" if text.startswith(b"<?xml") else "an HTML page"
+        return f"the server sent {kind}"
+    magic = MAGIC.get(suffix)
+    if magic is not None and not (text if suffix == ".json" else head).startswith(magic):
+        return f"the server sent a file that does not start like a {suffix} file"
     return None
 
 
