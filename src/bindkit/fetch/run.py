@@ -107,6 +107,7 @@ def _fetch_parts(
                 say(f"  have {key}")
                 continue
             say(f"  {changed}: fetching {key} again")
+            _remove_recorded_file(done[key], folder)  # else the download would keep it
         say(f"  fetching {key}")
         entry = (
             _fetch_url(part, folder, progress)
@@ -142,7 +143,6 @@ def _changed_on_disk(entry: Any, folder: Path) -> str | None:
         if not path.is_file():
             return f"{path} is missing"
         if _sha256_file(path) != entry.get("sha256"):
-            path.unlink()  # not what was fetched: the download replaces it
             return f"{path} changed since it was fetched"
         return None
     if isinstance(entry.get("archive"), str):
@@ -153,6 +153,11 @@ def _changed_on_disk(entry: Any, folder: Path) -> str | None:
             return f"{into} holds {found} of the {count} files extracted"
         return None
     return None  # a Hub snapshot: huggingface_hub checks its own files
+
+
+def _remove_recorded_file(entry: Any, folder: Path) -> None:
+    if isinstance(entry, dict) and isinstance(entry.get("file"), str):
+        (folder / entry["file"]).unlink(missing_ok=True)
 
 
 def _read_state(path: Path) -> dict[str, Any]:
