@@ -176,6 +176,23 @@ def test_a_site_of_an_earlier_bindkit_is_rebuilt_but_a_user_file_in_it_is_kept(
     assert (site / "notes.md").read_text() == "mine"
 
 
+def test_two_concurrent_site_builds_leave_one_whole_site(results: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    argv = [sys.executable, "-m", "bindkit", "report", str(results), "--out", str(site)]
+    for _ in range(2):  # a new folder, then over a site
+        runs = [subprocess.Popen(argv, stderr=subprocess.PIPE) for _ in range(2)]
+        done = [(run.wait(timeout=300), run.stderr.read().decode()) for run in runs]  # type: ignore[union-attr]
+        assert all(rc == 0 for rc, _ in done), done
+        listed = json.loads((site / MARKER).read_text())["files"]
+        assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()) == (
+            sorted([*listed, MARKER])
+        )
+        assert [p.name for p in tmp_path.iterdir()] == ["site"]  # no staging left behind
+
+
 def _chromium() -> str:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
