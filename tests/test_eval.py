@@ -240,6 +240,31 @@ def test_provenance_holds_data_hash_and_options(
     assert len(calls) == 3  # so is the data's content
 
 
+def test_eval_recomputes_after_a_text_data_file_is_edited_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same path (so the same result file), same model and options, other content: only the
+    data's sha256 in the provenance tells the stored result is stale."""
+    from bindkit.tasks.triplets import TripletTask
+
+    calls = _count_evaluations(monkeypatch, TripletTask)
+    data, out = tmp_path / "t.jsonl", tmp_path / "r"
+    row = {"query": "red cube", "positive": "a red cube", "negative": "a blue kite"}
+    data.write_text(json.dumps(row) + "\n")
+    argv = ["eval", "-q", "--no-report", "--no-cache", "--model", "bow", "--task", "triplets"]
+    argv += ["--data", str(data), "--out", str(out)]
+    assert main(argv) == 0 and main(argv) == 0
+    assert len(calls) == 1  # unchanged: reused
+    (path,) = out.glob("bow/triplets/*/default/tt.json")
+    before = json.loads(path.read_text())
+    data.write_text(json.dumps({**row, "negative": "a red kite"}) + "\n")  # edited in place
+    assert main(argv) == 0
+    assert len(calls) == 2
+    after = json.loads(path.read_text())
+    assert after["data"]["sha256"] != before["data"]["sha256"]
+    assert after["provenance"]["data_sha256"] == after["data"]["sha256"]
+
+
 def test_same_file_name_in_two_folders_keeps_both_results(tmp_path: Path) -> None:
     row = '{"query": "red cube", "positive": "a red cube", "negative": "a blue kite"}\n'
     for run in ("runA", "runB"):

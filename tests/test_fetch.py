@@ -10,6 +10,7 @@ import json
 import re
 import tarfile
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +33,7 @@ class Handler(BaseHTTPRequestHandler):
 
     files: ClassVar[dict[str, bytes]] = {}
     cut: ClassVar[dict[str, int]] = {}
+    pace: ClassVar[dict[str, float]] = {}  # seconds between 10-byte pieces of ``name``
     requests: ClassVar[list[tuple[str, str | None]]] = []
 
     def do_GET(self) -> None:
@@ -56,6 +58,12 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         cut = self.cut.pop(name, None)
+        if name in self.pace:
+            for start in range(0, len(body), 10):  # bounded by the body's length
+                self.wfile.write(body[start : start + 10])
+                self.wfile.flush()
+                time.sleep(self.pace[name])
+            return
         self.wfile.write(body if cut is None else body[:cut])
         self.wfile.flush()
         if cut is not None:
@@ -67,7 +75,7 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    Handler.files, Handler.cut, Handler.requests = {}, {}, []
+    Handler.files, Handler.cut, Handler.pace, Handler.requests = {}, {}, {}, []
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -120,9 +128,12 @@ def test_a_cut_off_download_resumes_with_a_range_request(server: str, tmp_path: 
 def test_a_whole_part_left_behind_is_checked_and_kept(server: str, tmp_path: Path) -> None:
     Handler.files["a.json"] = b'{"a": 1}'
     (tmp_path / "a.json.part").write_bytes(b'{"a": 1}')  # killed before the rename
+    meta = {"url": f"{server}/a.json", "length": 8}  # the sidecar the download wrote
+    (tmp_path / "a.json.part.json").write_text(json.dumps(meta))
     download(f"{server}/a.json", tmp_path / "a.json", sha256=sha(b'{"a": 1}'))
     assert (tmp_path / "a.json").read_bytes() == b'{"a": 1}'
     assert Handler.requests == [("a.json", "bytes=8-")]  # answered 416: nothing more to send
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
 
 
 def test_a_checksum_mismatch_leaves_nothing_behind(
@@ -136,7 +147,79 @@ def test_a_checksum_mismatch_leaves_nothing_behind(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert f"sha256 {sha(b'{}')} is not the pinned {wrong}; the download was removed" in err
-    assert sorted(p.name for p in (tmp_path / "sc").iterdir()) == []
+    assert not (tmp_path / "sc").exists()  # a failure leaves no empty folder it made
+
+
+def test_a_transfer_past_its_deadline_stops_and_the_next_run_resumes(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bindkit.fetch import download as module
+
+    data = bytes(range(200))
+    Handler.files["slow.bin"], Handler.pace["slow.bin"] = data, 0.05  # 1 s in all
+    monkeypatch.setattr(module, "PART_DEADLINE", 0.3)
+    dest = tmp_path / "slow.bin"
+    with pytest.raises(BindkitError, match=r"still downloading after 0.3 s .*run again to resume"):
+        download(f"{server}/slow.bin", dest, sha256=sha(data))
+    kept = (tmp_path / "slow.bin.part").stat().st_size
+    assert 0 < kept < len(data) and not dest.exists()
+    del Handler.pace["slow.bin"]
+    download(f"{server}/slow.bin", dest, sha256=sha(data))
+    assert dest.read_bytes() == data and Handler.requests[-1] == ("slow.bin", f"bytes={kept}-")
+
+
+def test_the_state_file_is_checked_against_the_files_on_disk(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Handler.files |= {
+        "swap_att.json": b'{"0": {}}',
+        "val2017.zip": zip_bytes({"val2017/1.jpg": b"jpg1", "val2017/2.jpg": b"jpg2"}),
+    }
+    plan = Plan(
+        "sugarcrepe",
+        "MIT",
+        (
+            Url(f"{server}/swap_att.json", "swap_att.json"),
+            Url(f"{server}/val2017.zip", "images", extract=True, strip=1),
+        ),
+        "test",
+    )
+    out = tmp_path / "sc"
+    fetch(plan, out, log=None)
+    (out / "images" / "2.jpg").unlink()
+    (out / "swap_att.json").write_bytes(b'{"0"')  # truncated since
+    capsys.readouterr()
+    fetch(plan, out)
+    printed = capsys.readouterr().out
+    assert "swap_att.json changed since it was fetched: fetching" in printed
+    assert "images holds 1 of the 2 files extracted: fetching" in printed
+    assert (out / "swap_att.json").read_bytes() == b'{"0": {}}'
+    assert (out / "images" / "2.jpg").read_bytes() == b"jpg2"
+    fetch(plan, out)
+    assert capsys.readouterr().out.count("  have ") == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "problem"),
+    [
+        ("g.pkl", b"\x80\x04rest", None),
+        ("g.pkl", b"PK\x03\x04 a zip", "does not start like a .pkl file"),
+        ("a.json", b'  \n{"a": 1}', None),
+        ("a.json", b"<!DOCTYPE html><html>", "an HTML page"),
+        ("x.tgz", b"<?xml version='1.0'?><Error>AccessDenied</Error>", "an XML document"),
+        ("1qaPlrwhGNMrR3a11iopZUT", b"<html><body>Virus scan warning", "an HTML page"),
+        ("page.html", b"<html>", None),
+        ("t.txt", b"", "an empty file"),
+    ],
+)
+def test_an_unpinned_file_must_look_like_its_kind(
+    tmp_path: Path, name: str, data: bytes, problem: str | None
+) -> None:
+    from bindkit.fetch.download import content_problem
+
+    (tmp_path / "f").write_bytes(data)
+    found = content_problem(tmp_path / "f", name)
+    assert found == problem if problem is None else problem in str(found)
 
 
 def test_http_errors_are_one_line(server: str, tmp_path: Path) -> None:

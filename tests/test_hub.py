@@ -323,6 +323,81 @@ def test_export_is_atomic_and_never_replaces_without_overwrite(
     assert "inside the input directory" in capsys.readouterr().err
 
 
+def _complete_export(out: Path) -> None:
+    """``out`` is one whole export: every file its record lists, with that hash, and no other."""
+    import hashlib
+
+    record = json.loads((out / "bindkit.json").read_text())
+    present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert present == {*record["files"], "bindkit.json", "README.md"}
+    assert set(record["rows"]) <= present
+    for name, digest in record["files"].items():
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_two_concurrent_exports_into_one_out_leave_one_complete_export(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    data = tmp_path / "saber"
+    generate_saber(data, seed=1, per_n=40, n_max=5)
+    out = tmp_path / "hf"
+    argv = [sys.executable, "-m", "bindkit", "export", "saber", str(data), "--out", str(out)]
+    for extra in ([], ["--overwrite"]):  # a fresh --out, then over a complete export
+        runs = [
+            subprocess.Popen([*argv, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for _ in range(2)
+        ]
+        done = [(run.wait(timeout=300), run.stderr.read().decode()) for run in runs]  # type: ignore[union-attr]
+        assert any(rc == 0 for rc, _ in done), done
+        for rc, err in done:  # the loser of a fresh --out is told, in one line
+            assert rc == 0 or (rc == 2 and err.count("\n") == 1), err
+            assert rc == 0 or "another run wrote it meanwhile" in err or "not empty" in err
+        assert extra == [] or all(rc == 0 for rc, _ in done)
+        _complete_export(out)
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_staging_is_per_writer_and_the_swap_survives_a_writer_in_between(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import subprocess
+
+    import bindkit._staging as staging
+
+    out = tmp_path / "hf"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = tmp_path / f".hf.export-{gone.pid}-abcd1234"  # a killed writer's
+    live = tmp_path / f".hf.export-{os.getppid()}-abcd1234"  # a live writer's: never touched
+    for folder in (dead, live):
+        folder.mkdir()
+    mine = staging.new_staging(out, "export")
+    assert not dead.exists() and live.is_dir()
+    assert mine.name.startswith(f".hf.export-{os.getpid()}-")
+    (mine / "ours").write_text("ours")
+
+    real, landed = os.rename, []
+
+    def another_writer_first(src: Any, dst: Any) -> None:
+        if Path(src) == mine and not landed:  # theirs lands just before our rename
+            landed.append(out)
+            out.mkdir()
+            (out / "theirs").write_text("theirs")
+        real(src, dst)
+
+    monkeypatch.setattr(staging.os, "rename", another_writer_first)
+    with pytest.raises(BindkitError, match=r"--out .*hf: another run wrote it meanwhile"):
+        staging.swap_into_place(mine, out, replace=False)
+    assert sorted(p.name for p in out.iterdir()) == ["theirs"]
+    shutil.rmtree(out)
+    landed.clear()
+    staging.swap_into_place(mine, out, replace=True)  # theirs is moved aside: the last wins
+    assert sorted(p.name for p in out.iterdir()) == ["ours"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, "hf"]
+
+
 class FakeApi:
     calls: ClassVar[list[tuple[str, dict[str, Any]]]] = []
 

@@ -139,9 +139,15 @@ def test_a_rerun_replaces_the_site_whole_and_a_failure_keeps_the_old_one(
 ) -> None:
     site = tmp_path / "site"
     write_site(results, site)
-    (site / "stale.txt").write_text("from an older run")
-    write_site(results, site)
-    assert not (site / "stale.txt").exists()
+    (site / "index.html").write_text("an older page")
+    write_site(results, site)  # the files the marker lists are the site's: replaced
+    assert (site / "index.html").read_text() != "an older page"
+    for mine in (site / "notes.txt", site / "results" / "mine.json"):
+        mine.write_text("mine")  # a file bindkit did not write is never deleted
+        with pytest.raises(BindkitError, match=rf"holds .*{mine.name}, which bindkit did not"):
+            write_site(results, site)
+        assert mine.read_text() == "mine"
+        mine.unlink()
     before = (site / "index.html").read_text()
 
     def broken(*args: Any, **kwargs: Any) -> str:
@@ -152,6 +158,39 @@ def test_a_rerun_replaces_the_site_whole_and_a_failure_keeps_the_old_one(
         write_site(results, site)
     assert (site / "index.html").read_text() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_site_of_an_earlier_bindkit_is_rebuilt_but_a_user_file_in_it_is_kept(
+    results: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    write_site(results, site)
+    (site / MARKER).write_text("written by bindkit report --out DIR/\n")  # no file list yet
+    (site / "results" / "old.json").write_text("{}")  # its copies may go
+    write_site(results, site)
+    assert not (site / "results" / "old.json").exists()
+    (site / MARKER).write_text("written by bindkit report --out DIR/\n")
+    (site / "notes.md").write_text("mine")
+    with pytest.raises(BindkitError, match=r"holds .*notes.md, which bindkit did not write"):
+        write_site(results, site)
+    assert (site / "notes.md").read_text() == "mine"
+
+
+def test_two_concurrent_site_builds_leave_one_whole_site(results: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    argv = [sys.executable, "-m", "bindkit", "report", str(results), "--out", str(site)]
+    for _ in range(2):  # a new folder, then over a site
+        runs = [subprocess.Popen(argv, stderr=subprocess.PIPE) for _ in range(2)]
+        done = [(run.wait(timeout=300), run.stderr.read().decode()) for run in runs]  # type: ignore[union-attr]
+        assert all(rc == 0 for rc, _ in done), done
+        listed = json.loads((site / MARKER).read_text())["files"]
+        assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()) == (
+            sorted([*listed, MARKER])
+        )
+        assert [p.name for p in tmp_path.iterdir()] == ["site"]  # no staging left behind
 
 
 def _chromium() -> str:

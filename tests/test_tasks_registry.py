@@ -183,10 +183,16 @@ def test_malformed_score_values_do_not_break_saber_tables(
     (path,) = tmp_path.rglob("tt.json")
     record = json.loads(path.read_text())
     record["scores"]["mcq_accuracy_by_n"] = [1, 2]
-    record["scores"]["mcq_accuracy"] = "high"
+    record["scores"]["mcq_accuracy"] = float("nan")  # undefined: shown as missing
     path.write_text(json.dumps(record))
     target, _ = write_report(tmp_path)
     assert "| bow | – |" in target.read_text()
+    record["scores"]["mcq_accuracy"] = "high"  # not a score bindkit writes: the file is skipped
+    path.write_text(json.dumps(record))
+    warnings: list[str] = []
+    with pytest.raises(BindkitError, match=r"no bindkit result files found \(1 unusable"):
+        write_report(tmp_path, warn=warnings.append)
+    assert warnings == [f"warning: {path}: skipped, score 'mcq_accuracy' is 'high', not a number"]
 
 
 def test_eval_holds_the_directory_lock(tmp_path: Path) -> None:

@@ -41,10 +41,12 @@ def _compare(args: argparse.Namespace) -> int:
     import sys
 
     from bindkit._checks import check_range
+    from bindkit._io import check_not_input
     from bindkit.results.compare import compare_results, summary_table, write_comparison
     from bindkit.results.report import to_markdown
 
     check_range("--sheet", args.sheet, 0, 200)
+    check_not_input(args.out, [args.results_a, args.results_b])  # its files would be read next
     comparison = compare_results(
         args.results_a,
         args.results_b,

@@ -8,13 +8,18 @@ from typing import Any
 
 
 def register(commands: Any) -> None:
+    from bindkit.fetch.download import PART_DEADLINE, STALL_BYTES, STALL_SECONDS
+
     parser = commands.add_parser(
         "fetch",
         help="download a benchmark's official files into $BINDKIT_DATA/TASK",
         description="Download a benchmark's files from where they are published (Hugging Face "
         "datasets, GitHub, the publishers' sites) into the layout `bindkit eval --task TASK` "
-        "reads, resuming cut-off downloads and checking the sha256 bindkit pins; prints the "
-        "licence that applies.",
+        "reads, resuming cut-off downloads and checking the sha256 bindkit pins (an unpinned "
+        "file must look like its kind: an HTML error page is refused); a transfer that stalls "
+        f"(under {STALL_BYTES} bytes in {STALL_SECONDS:g} s) or runs past "
+        f"{PART_DEADLINE / 3600:g} h stops and resumes on the next run. Prints the licence "
+        "that applies.",
     )
     parser.add_argument("task", nargs="?", default=None, help="task name (see --list)")
     parser.add_argument(

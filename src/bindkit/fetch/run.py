@@ -71,14 +71,27 @@ def fetch(
     Returns:
         The record written to ``FOLDER/.bindkit-fetch.json``.
     """
-    from bindkit import __version__
-    from bindkit._io import atomic_write_text, make_dirs
+    from bindkit._io import make_dirs, removed_if_failed_empty
 
     plan = task if isinstance(task, Plan) else plan_for(task)
     folder = target_folder(plan, to)
     say = log or (lambda message: None)
     say(f"{plan.task}: licence: {plan.license}")
-    make_dirs(folder)
+    with removed_if_failed_empty(folder):  # a failure leaves no empty folder it made
+        make_dirs(folder)
+        return _fetch_parts(plan, folder, images, say, progress)
+
+
+def _fetch_parts(
+    plan: Plan,
+    folder: Path,
+    images: bool,
+    say: Callable[[str], None],
+    progress: bool | None,
+) -> dict[str, Any]:
+    from bindkit import __version__
+    from bindkit._io import atomic_write_text
+
     state_path = folder / STATE
     state = _read_state(state_path)
     done: dict[str, Any] = state.setdefault("parts", {})
@@ -89,8 +102,12 @@ def fetch(
             skipped.append(key)
             continue
         if key in done:
-            say(f"  have {key}")
-            continue
+            changed = _changed_on_disk(done[key], folder)
+            if changed is None:
+                say(f"  have {key}")
+                continue
+            say(f"  {changed}: fetching {key} again")
+            _remove_recorded_file(done[key], folder)  # else the download would keep it
         say(f"  fetching {key}")
         entry = (
             _fetch_url(part, folder, progress)
@@ -111,6 +128,36 @@ def fetch(
     if plan.use:
         say(f"  use: bindkit eval {plan.use}")
     return state
+
+
+def _changed_on_disk(entry: Any, folder: Path) -> str | None:
+    """Why a part the state file records as fetched must be fetched again (its file is gone,
+    truncated or changed; its extracted folder holds fewer files), or None: the state file is
+    a record of what was fetched, checked against the disk, never trusted alone."""
+    from bindkit.fetch.download import _sha256_file
+
+    if not isinstance(entry, dict):
+        return f"{folder / STATE}: a corrupt record"
+    if isinstance(entry.get("file"), str):
+        path = folder / entry["file"]
+        if not path.is_file():
+            return f"{path} is missing"
+        if _sha256_file(path) != entry.get("sha256"):
+            return f"{path} changed since it was fetched"
+        return None
+    if isinstance(entry.get("archive"), str):
+        into = folder / str(entry.get("into", "."))
+        count = entry.get("files")
+        found = sum(1 for p in into.rglob("*") if p.is_file()) if into.is_dir() else 0
+        if not isinstance(count, int) or found < count:
+            return f"{into} holds {found} of the {count} files extracted"
+        return None
+    return None  # a Hub snapshot: huggingface_hub checks its own files
+
+
+def _remove_recorded_file(entry: Any, folder: Path) -> None:
+    if isinstance(entry, dict) and isinstance(entry.get("file"), str):
+        (folder / entry["file"]).unlink(missing_ok=True)
 
 
 def _read_state(path: Path) -> dict[str, Any]:

@@ -4,7 +4,8 @@ A plan is a list of parts: :class:`Url` (a file, or an archive to extract) and :
 Hugging Face dataset snapshot). ``sha256`` is pinned where the file is fixed: the publishers
 give no checksums for any of these, so the pinned values are bindkit's, computed from the
 publisher's repository at the commit the URL names (SugarCrepe, SugarCrepe++) or from the
-files as published (SICK train and trial); other files are checked for their size only.
+files as published (SICK train and trial); other files are checked for their length and
+kind (an HTML page, or first bytes unlike a ``.pkl``/``.json``/``.zip``/``.tgz``, is refused).
 ``verified`` says how the source was checked; docs/benchmarks.md has the same table.
 """
 

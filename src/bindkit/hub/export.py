@@ -18,7 +18,6 @@ whose evaluation splits are the default config's files. Clusters: config ``defau
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from bindkit.hub.format import EXPORT_FILE, FORMAT, FORMAT_VERSION, KINDS, SIDEC
 
 CARD = "README.md"
 __all__ = ["EXPORT_FILE", "FORMAT", "FORMAT_VERSION", "KINDS", "SIDECARS"]
+STAGING_TAG = "export"  # staged as .OUT.export-PID-XXXXXXXX beside OUT
 
 
 @dataclass
@@ -102,11 +102,7 @@ def saber_export(directory: str | Path) -> Export:
 
     features = saber_features()
     ns = sorted({m.n for m in saber.mcqs})
-    for mcq in saber.mcqs:  # every image file exists before anything is written
-        for item in mcq.items:
-            file = saber.image_path(item)
-            if file is not None and not file.is_file():
-                raise DataFormatError(f"{file}: image of {item.id} not found; render it again")
+    digests = _checked_images(saber)
 
     def rows(n: int) -> Callable[[], Iterator[dict[str, Any]]]:
         return lambda: (mcq_row(m, image) for m in saber.mcqs if m.n == n)
@@ -149,10 +145,53 @@ def saber_export(directory: str | Path) -> Export:
             "order": None if order == grouped else order,
             "bindkit_files": {
                 "saber.jsonl": sha256_file(path),
-                **{n: sha256_file(root / n) for n in _image_files(saber.mcqs)},
+                **{n: digests.get(n) or sha256_file(root / n) for n in _image_files(saber.mcqs)},
             },
         },
     )
+
+
+def _checked_images(saber: Any) -> dict[str, str]:
+    """Every image exists and is the one rendered, before anything is written: its sha256 is
+    the manifest's record of it, or (no record) the file opens as an image. Returns each
+    image path's sha256.
+
+    Raises:
+        DataFormatError: an image is missing, changed since rendering, or not an image.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    from bindkit._io import sha256_file
+
+    section = (saber.manifest or {}).get("images")
+    records = section.get("items") if isinstance(section, Mapping) else None
+    records = records if isinstance(records, Mapping) else {}
+    digests: dict[str, str] = {}
+    for mcq in saber.mcqs:
+        for item in mcq.items:
+            file = saber.image_path(item)
+            if file is None:
+                continue
+            if not file.is_file():
+                raise DataFormatError(f"{file}: image of {item.id} not found; render it again")
+            digest = digests.setdefault(item.image, sha256_file(file))
+            record = records.get(item.id)
+            recorded = record.get("sha256") if isinstance(record, Mapping) else None
+            if isinstance(recorded, str):
+                if recorded != digest:
+                    raise DataFormatError(
+                        f"{file}: not the image rendered for {item.id} (sha256 differs from "
+                        "the manifest's); render it again"
+                    )
+                continue
+            try:
+                with Image.open(file) as image:
+                    image.verify()
+            except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+                raise DataFormatError(
+                    f"{file}: image of {item.id} is not a readable image ({exc}); render it again"
+                ) from None
+    return digests
 
 
 def _image_files(mcqs: Sequence[Any]) -> list[str]:
@@ -170,6 +209,10 @@ def synth_export(directory: str | Path) -> Export:
     root = Path(directory)
     summary = verify_splits(root)
     files: dict[str, Any] = summary["files"]
+    if not files:
+        raise DataFormatError(
+            f"{root / SPLITS_JSON}: lists no split files; rerun `bindkit synth split {root}`"
+        )
     require_split_set(root / next(iter(files)))
     shards: list[Shard] = []
     configs: dict[str, dict[str, list[str]]] = {}
@@ -241,6 +284,9 @@ def clusters_export(path: str | Path) -> Export:
                 f"{path}:{lineno}: expected {{'anchor', 'task', 'phase', 'pairs': [...]}} "
                 "(the output of `bindkit mine`)"
             )
+        problem = _pairs_problem(record["pairs"])
+        if problem is not None:
+            raise DataFormatError(f"{path}:{lineno}: {problem}; `bindkit mine` never writes that")
         records.append(record)
     if not records:
         raise DataFormatError(f"{path}: no clusters")
@@ -250,10 +296,7 @@ def clusters_export(path: str | Path) -> Export:
     provenance: dict[str, Any] = {}
     if diagnostics.is_file():
         sidecars[f"{path.stem}.diagnostics.json"] = diagnostics.read_bytes()
-        try:
-            provenance = json.loads(diagnostics.read_text("utf-8")).get("provenance", {})
-        except (ValueError, AttributeError):
-            provenance = {}
+        provenance = _diagnostics_provenance(diagnostics)
     options = provenance.get("options", {})
     made = [
         f"method: {options.get('method', 'not recorded')}, k {options.get('k', '?')}, "
@@ -274,6 +317,38 @@ def clusters_export(path: str | Path) -> Export:
         made=made,
         extra={"file": path.name, "bindkit_files": {path.name: _sha256(path.read_bytes())}},
     )
+
+
+def _pairs_problem(pairs: list[dict[str, Any]]) -> str | None:
+    """What makes a cluster's pairs unlike `bindkit mine`'s (the anchor's row first, each row a
+    (query, positive) row of the mining input), or None."""
+    if not pairs:
+        return "a cluster with no pairs"
+    for number, pair in enumerate(pairs, start=1):
+        for key in ("query", "positive"):
+            if not isinstance(pair.get(key), str) or not pair[key]:
+                return f"pair {number} has no text {key!r} (found {pair.get(key)!r})"
+    return None
+
+
+def _diagnostics_provenance(diagnostics: Path) -> dict[str, Any]:
+    """The ``provenance`` of a mine diagnostics sidecar, checked: it is exported verbatim and
+    its fields go on the card, so a corrupt one is refused rather than shipped.
+
+    Raises:
+        DataFormatError: not JSON, or ``provenance`` / ``provenance.options`` not an object.
+    """
+    fix = "rerun `bindkit mine`, or move the file away to export without it"
+    try:
+        data = json.loads(diagnostics.read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DataFormatError(f"{diagnostics}: corrupt JSON ({exc}); {fix}") from None
+    provenance = data.get("provenance", {}) if isinstance(data, dict) else None
+    if not isinstance(provenance, dict):
+        raise DataFormatError(f"{diagnostics}: 'provenance' is not an object; {fix}")
+    if not isinstance(provenance.get("options", {}), dict):
+        raise DataFormatError(f"{diagnostics}: 'provenance.options' is not an object; {fix}")
+    return provenance
 
 
 BUILDERS = {"saber": saber_export, "synth": synth_export, "clusters": clusters_export}
@@ -345,13 +420,13 @@ def write_export(
     stored as ``out/bindkit.json``."""
     from bindkit import __version__
     from bindkit._io import check_can_create, check_not_input, sha256_file
+    from bindkit._staging import new_staging, swap_into_place
 
     out = Path(out)
     check_not_input(out, [export.source])
     _check_out(out, overwrite)
     check_can_create(out.parent)
-    staging = out.parent / f".{out.name}.export-tmp"
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = new_staging(out, STAGING_TAG)
     try:
         for shard in export.shards:
             target = staging / shard.path
@@ -380,10 +455,9 @@ def write_export(
         }
         (staging / EXPORT_FILE).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
         (staging / CARD).write_text(card_text(export, license, command), "utf-8")
-        _replace(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        swap_into_place(staging, out, replace=overwrite)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # gone already once renamed into place
     return record
 
 
@@ -425,15 +499,6 @@ def _check_out(out: Path, overwrite: bool) -> None:
             raise BindkitError(
                 f"--out {out}: holds files that are not a bindkit export; choose another --out"
             )
-
-
-def _replace(staging: Path, out: Path) -> None:
-    old = out.parent / f".{out.name}.export-old"
-    shutil.rmtree(old, ignore_errors=True)
-    if out.exists():
-        os.replace(out, old)
-    os.replace(staging, out)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def export(

@@ -50,17 +50,62 @@ def _model(record: dict[str, Any]) -> tuple[str, str]:
     description = model.get("description") or {}
     if description.get("backend") == "mteb":
         return str(description["model"]), str(description["revision"])
-    return model_name(str(model.get("spec"))), str(model.get("fingerprint"))
+    return model_name(str(model["spec"])), str(model["fingerprint"])
+
+
+def export_problem(record: dict[str, Any]) -> str | None:
+    """What keeps a (well-formed) result out of mteb's files, or None: the fields the export
+    reads must be there with their types, and every score it writes a finite number (mteb's
+    files are JSON, which has no NaN; a NaN main score would also rank nowhere)."""
+    import math
+
+    model, data = record["model"], record["data"]
+    description = model.get("description")
+    if description is not None and not isinstance(description, dict):
+        return "field 'model.description' is not an object"
+    if isinstance(description, dict) and description.get("backend") == "mteb":
+        for key in ("model", "revision"):
+            if not isinstance(description.get(key), str) or not description[key]:
+                return f"field 'model.description.{key}' is missing"
+    else:
+        for key in ("spec", "fingerprint"):
+            if not isinstance(model.get(key), str) or not model[key]:
+                return f"field 'model.{key}' is missing"
+    if not isinstance(data.get("sha256"), str) or not data["sha256"]:
+        return "field 'data.sha256' is missing (mteb's dataset_revision)"
+    seconds = record.get("seconds")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
+        return f"field 'seconds' is {seconds!r}, not a number"
+    for _kind, _subset, _main, kept in _FILES.get(record["task"], []):
+        for name in kept:
+            value = record["scores"].get(name)
+            if isinstance(value, float) and not math.isfinite(value):
+                return f"score {name!r} is {value!r}; mteb's files hold finite numbers only"
+    return None
 
 
 def _records(results: Path, tasks: Sequence[str] | None) -> list[tuple[Path, dict[str, Any]]]:
-    from bindkit.results.store import is_partial, read_result
+    from bindkit.results.store import NOT_A_RESULT, inspect_result, is_partial
 
+    if results.is_file():
+        raise BindkitError(
+            f"{results}: a file; pass the --out directory of `bindkit eval` (a folder)"
+        )
     if not results.is_dir():
         raise BindkitError(f"{results}: not found; pass the --out directory of `bindkit eval`")
     found = []
     for path in sorted(results.rglob("*.json")):
-        record = read_result(path)
+        record, problem = inspect_result(path)
+        if problem == NOT_A_RESULT:  # some other JSON (a list, ...): not ours
+            continue
+        if record is not None and tasks is not None and record["task"] not in tasks:
+            continue
+        problem = problem or (export_problem(record) if record is not None else None)
+        if problem is not None:  # exporting publishes: a broken result is never left out quietly
+            raise BindkitError(
+                f"{path}: cannot export it: {problem}; rerun `bindkit eval` for it, or move it "
+                "out of the folder"
+            )
         if record is None:
             continue
         if tasks is not None and record["task"] not in tasks:

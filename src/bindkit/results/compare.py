@@ -111,9 +111,13 @@ def find_result(
     """
     from bindkit.results.records import instruction_of
 
-    found = [(p, r) for p, r in collect_paths(root) if r["task"] == task]
+    skipped: list[str] = []
+    found = [(p, r) for p, r in collect_paths(root, skipped.append) if r["task"] == task]
     if not found:
-        raise BindkitError(f"{root}: holds no {task} result; pass the --out of `bindkit eval`")
+        unusable = f" ({skipped[0].removeprefix('warning: ')})" if skipped else ""
+        raise BindkitError(
+            f"{root}: holds no {task} result{unusable}; pass the --out of `bindkit eval`"
+        )
     for what, wanted, get in (
         ("--subset", subset, lambda r: str(r.get("subset"))),
         ("--pairing", pairing, lambda r: str(r["pairing"])),

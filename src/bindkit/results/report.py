@@ -20,7 +20,7 @@ from typing import Any
 from bindkit._io import atomic_write_figure, atomic_write_text
 from bindkit.errors import BindkitError
 from bindkit.results.records import data_id, data_labels, group_by_data, instruction_of, subset_of
-from bindkit.results.store import collect, is_partial
+from bindkit.results.store import collect, is_partial, none_found, noting
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 
 FORMATS = (".md", ".html", ".csv", ".tex")
@@ -56,11 +56,13 @@ def _number(value: Any) -> float | None:
 
 
 def _headline_score(record: dict[str, Any]) -> tuple[str, float] | None:
-    """The first of the task's declared scores that this record holds."""
+    """The first of the task's declared scores that this record holds. A NaN (undefined there)
+    is returned as it is, so the column stays the main score's and shows it as missing, rather
+    than another score silently taking its place."""
     for name in _score_names(record["task"]):
-        value = _number(record["scores"].get(name))
-        if value is not None:
-            return name, value
+        value = record["scores"].get(name)
+        if not isinstance(value, bool) and isinstance(value, int | float):
+            return name, float(value)
     return None
 
 
@@ -422,9 +424,10 @@ def write_report(
     """Write a report of every result under ``results`` to ``out`` (default
     ``RESULTS/report.md``); the format follows the suffix. Returns the report and plot paths.
     Result files that cannot be used are skipped with one ``warn`` line each."""
-    records = collect(results, warn)
+    skipped, note = noting(warn)
+    records = collect(results, note)
     if not records:
-        raise BindkitError(f"{results}: no bindkit result files found; run `bindkit eval` first")
+        raise none_found(results, len(skipped))
     target = Path(out) if out is not None else Path(results) / "report.md"
     if target.suffix not in FORMATS:
         raise BindkitError(f"--out {target}: use a {', '.join(FORMATS)} file name")

@@ -13,22 +13,15 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import shutil
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bindkit._io import (
-    _umask,
-    atomic_write_text,
-    check_can_create,
-    check_not_input,
-    make_dirs,
-)
+from bindkit._io import atomic_write_text, check_can_create, check_not_input
+from bindkit._staging import new_staging, swap_into_place
 from bindkit.errors import BindkitError
 from bindkit.results.records import data_id, data_labels, subset_of
 from bindkit.results.report import (
@@ -41,10 +34,12 @@ from bindkit.results.report import (
     _subset_order,
     plot_by_n,
 )
-from bindkit.results.store import collect_paths, is_partial
+from bindkit.results.store import collect_paths, is_partial, none_found, noting
 from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, label, pct
 
-MARKER = ".bindkit-site"  # marks a folder this module wrote, so a rerun may replace it
+MARKER = ".bindkit-site"  # marks a folder this module wrote (and lists its files): a rerun may
+#                           replace it
+STAGING_TAG = "site"  # staged as .OUT.site-PID-XXXXXXXX beside OUT
 
 
 @dataclass(frozen=True)
@@ -145,7 +140,7 @@ def _overview(records: list[dict[str, Any]], ids: dict[int, str]) -> SiteTable:
         for column in columns:
             group = cells.get((model, column), [])
             values = [v for v in (_headline_score(r) for r in group) if v is not None]
-            mean = sum(v for _, v in values) / len(values) if values else None
+            mean = _number(sum(v for _, v in values) / len(values)) if values else None
             row.append(
                 Cell(mean, tuple(ids[id(r)] for r in group), any(is_partial(r) for r in group))
             )
@@ -165,13 +160,11 @@ def _benchmark_table(
     names = _score_names(task) or tuple(
         dict.fromkeys(k for r in mine for k, v in r["scores"].items() if _number(v) is not None)
     )
-    columns = [
+    columns = [  # a score NaN everywhere keeps its column (shown as missing, with a warning)
         (p, n)
         for p in pairings
         for n in names
-        if any(
-            _number(found.get((m, p), {}).get("scores", {}).get(n)) is not None for m, _ in found
-        )
+        if any(_is_score(found.get((m, p), {}).get("scores", {}).get(n)) for m, _ in found)
     ]
     rows = []
     for model in dict.fromkeys(label(r) for r in mine):
@@ -186,6 +179,18 @@ def _benchmark_table(
     return SiteTable(title + " (%)", ["model", *heads], rows)
 
 
+def _is_score(value: Any) -> bool:
+    """A number, NaN included (an undefined score: shown as missing, never dropped)."""
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def undefined_scores(record: dict[str, Any]) -> list[str]:
+    """The declared scores of ``record`` that are NaN (shown as missing, worth a warning)."""
+    scores = record["scores"]
+    return [n for n in _score_names(record["task"]) if _is_score(scores.get(n))
+            and scores[n] != scores[n]]  # fmt: skip
+
+
 # -- writing -------------------------------------------------------------------------------
 def write_site(
     results: str | Path, out: str | Path, warn: Callable[[str], None] | None = None
@@ -195,20 +200,19 @@ def write_site(
     next time); an existing ``out`` is replaced only if this function wrote it."""
     results, out = Path(results), Path(out)
     check_not_input(out, [results])
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists())):
-        raise BindkitError(
-            f"--out {out}: exists and is not a bindkit site; choose a new folder or remove it"
-        )
-    found = collect_paths(results, warn)
+    check_replaceable(out)
+    skipped, note = noting(warn)
+    found = collect_paths(results, note)
     if not found:
-        raise BindkitError(f"{results}: no bindkit result files found; run `bindkit eval` first")
+        raise none_found(results, len(skipped))
     check_can_create(out.parent if out.parent != Path("") else Path("."))
-    make_dirs(out.parent)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging = new_staging(out, STAGING_TAG)
     try:
-        staging.chmod(0o777 & ~_umask())  # a site is for serving: not mkdtemp's owner-only mode
         files = []
         for path, record in found:
+            for name in undefined_scores(record):
+                if warn is not None:
+                    warn(f"warning: {path}: score {name!r} is NaN (undefined); shown as –")
             link = Path("results") / path.relative_to(results)
             (staging / link).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, staging / link)
@@ -221,23 +225,60 @@ def write_site(
                     table.plot = plot.name
                     break
         atomic_write_text(staging / "index.html", to_html(site, str(results)))
-        (staging / MARKER).write_text("written by bindkit report --out DIR/\n")
-        _swap_into_place(staging, out)
+        written = sorted(
+            p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file()
+        )
+        marker = {"written_by": "bindkit report --out DIR/", "files": written}
+        (staging / MARKER).write_text(json.dumps(marker, indent=1) + "\n", "utf-8")
+        check_replaceable(out)  # again: a file may have been put there while we worked
+        swap_into_place(staging, out, replace=True)
     finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)  # gone already once renamed into place
     return out / "index.html"
 
 
-def _swap_into_place(staging: Path, out: Path) -> None:
-    """Rename ``staging`` to ``out``, replacing an earlier site whole (never half of one)."""
-    old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        out.rename(old)
-    staging.rename(out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+def check_replaceable(out: Path) -> None:
+    """Refuse an ``out`` a rebuild would damage: a file, a folder this module did not write,
+    or an earlier site holding a file it did not write (the rebuild replaces the folder whole,
+    so that file would be lost).
+
+    Raises:
+        BindkitError: one line naming ``out`` or the first such file.
+    """
+    if not out.exists():
+        return
+    if not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file()):
+        raise BindkitError(
+            f"--out {out}: exists and is not a bindkit site; choose a new folder or remove it"
+        )
+    if not (out / MARKER).is_file():
+        return  # an empty folder may become the site
+    ours = _site_files(out / MARKER)
+    for path in sorted(out.rglob("*")):
+        name = path.relative_to(out).as_posix()
+        if name == MARKER or (path.is_dir() and not path.is_symlink()):
+            continue
+        written = name in ours if ours is not None else _legacy_site_file(name)
+        if not written:
+            raise BindkitError(
+                f"--out {out}: holds {path}, which bindkit did not write and a rebuild would "
+                "delete; move it out of the site first, or choose another --out"
+            )
+
+
+def _site_files(marker: Path) -> set[str] | None:
+    """The files a site's marker lists; None for a marker of an earlier bindkit (plain text)."""
+    try:
+        data = json.loads(marker.read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError, OSError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    return {f for f in files if isinstance(f, str)} if isinstance(files, list) else None
+
+
+def _legacy_site_file(name: str) -> bool:
+    """What a site of a bindkit without the file list in its marker writes."""
+    return name in ("index.html", "saber_by_n.png") or name.startswith("results/")
 
 
 _STYLE = """

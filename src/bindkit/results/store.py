@@ -31,6 +31,7 @@ from bindkit.errors import BindkitError
 Policy = Literal["never", "always", "only-missing"]
 POLICIES: tuple[Policy, ...] = ("only-missing", "never", "always")
 SCHEMA = "bindkit.result/1"
+NOT_A_RESULT = "not a bindkit result"
 
 
 def slug(text: str, limit: int = 80) -> str:
@@ -75,12 +76,44 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
 def check_record(record: Any) -> str | None:
     """None for a well-formed result record, else what is wrong with it (one phrase)."""
     if not isinstance(record, dict) or record.get("schema") != SCHEMA:
-        return "not a bindkit result"
+        return NOT_A_RESULT
     for key, kind in _FIELDS.items():
         if not isinstance(record.get(key), kind):
             return f"field {key!r} is missing or not a {getattr(kind, '__name__', kind)}"
     if not isinstance(record["data"].get("name"), str):
         return "field 'data.name' is missing"
+    return score_problem(record["task"], record["scores"])
+
+
+SIGNED_SCORES = ("spearman", "pearson")  # correlations: from -1; every other score from 0
+
+
+def score_problem(task: str, scores: dict[str, Any]) -> str | None:
+    """None when each score the task declares is a possible value, else what is wrong.
+
+    Scores are stored as fractions: a declared score is a real number in [0, 1] (a correlation
+    in [-1, 1]), or NaN where it is undefined (e.g. a correlation over constant scores), or
+    absent or null. Anything else (a string, infinity, 1e12, -1 for an accuracy) did not come
+    from bindkit, so the record is not used (skipped with a warning, or recomputed).
+    """
+    import math
+
+    from bindkit.tasks.base import task_classes
+
+    cls = task_classes().get(task)
+    if cls is None:  # a task of a plugin that is not installed: nothing declared to check
+        return None
+    for name in dict.fromkeys((cls.metadata.main_score, *cls.metadata.scores)):
+        value = scores.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"score {name!r} is {value!r}, not a number"
+        if math.isnan(value):
+            continue
+        low = -1.0 if any(word in name for word in SIGNED_SCORES) else 0.0
+        if not low <= value <= 1.0:
+            return f"score {name!r} is {value!r}, outside [{low:g}, 1] (a fraction)"
     return None
 
 
@@ -96,6 +129,12 @@ def read_result(path: Path) -> dict[str, Any] | None:
     """The record at ``path``; None when absent, unreadable or malformed (then recomputed)."""
     record, _problem = _read(path)
     return record
+
+
+def inspect_result(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(record, None)`` for a usable result, ``(None, problem)`` for a file that claims to be
+    one but cannot be used, ``(None, None)`` for other JSON (not ours) or no file."""
+    return _read(path)
 
 
 def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -189,6 +228,30 @@ def collect(root: str | Path, warn: Callable[[str], None] | None = None) -> list
     skipped with one ``warn`` line naming it; other JSON files are ignored.
     """
     return [record for _path, record in collect_paths(root, warn)]
+
+
+def noting(
+    warn: Callable[[str], None] | None,
+) -> tuple[list[str], Callable[[str], None]]:
+    """A ``warn`` that also keeps each message, so a caller can say how many were skipped."""
+    kept: list[str] = []
+
+    def note(message: str) -> None:
+        kept.append(message)
+        if warn is not None:
+            warn(message)
+
+    return kept, note
+
+
+def none_found(root: str | Path, skipped: int) -> BindkitError:
+    """The error for a ``root`` without a usable result: none there, or all ``skipped``."""
+    if skipped:
+        return BindkitError(
+            f"{root}: no bindkit result files found ({skipped} unusable, see the warnings); "
+            "run `bindkit eval` again for them"
+        )
+    return BindkitError(f"{root}: no bindkit result files found; run `bindkit eval` first")
 
 
 def collect_paths(
