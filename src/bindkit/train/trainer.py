@@ -607,8 +607,12 @@ class _Run:
             save_adapter(self.model, self.out / RAW)
             write_card(self.out / RAW, record, variant="raw")
             if lines is not None:
-                apply_lines(
-                    self.out / RAW, self.out / LINES, alpha=lines["alpha"], num_layers=depth
+                apply_lines(  # the run owns OUT (it holds its lock): replace an earlier copy
+                    self.out / RAW,
+                    self.out / LINES,
+                    alpha=lines["alpha"],
+                    num_layers=depth,
+                    overwrite=True,
                 )
                 write_card(self.out / LINES, record, variant="lines")
             write_card(self.out, record, variant=None)
