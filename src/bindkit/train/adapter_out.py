@@ -46,11 +46,11 @@ def check_out(out: Path, inputs: Iterable[Path], *, overwrite: bool) -> None:
             whole, so only an adapter may be).
     """
     check_not_input(out, list(inputs))
-    check_can_create(out)
-    if not out.exists() and not out.is_symlink():
-        return
-    if not out.is_dir():
+    if out.exists() and not out.is_dir():
         raise path_error(OSError(errno.EEXIST, "File exists"), out)
+    check_can_create(out)
+    if not out.exists():
+        return
     if not any(out.iterdir()):
         return
     is_adapter = (out / CONFIG).is_file()
