@@ -428,11 +428,12 @@ def from_args(
     (they would change nothing). The library accepts them: the demo's comparison run without
     preservation keeps the recipe's values in its record.
     """
-    if getattr(args, "preserve", None) is None:
+    built = config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config)})
+    if built.preserve is None:  # after the range checks: a bad number is named as such first
         for name in ("preserve_weight", "preserve_batch"):
-            if getattr(args, name) != _field_default(config, name):
+            if getattr(built, name) != _field_default(config, name):
                 raise BindkitError(
-                    f"--{_flag(name)} {getattr(args, name)}: has no effect without --preserve "
+                    f"--{_flag(name)} {getattr(built, name)}: has no effect without --preserve "
                     "FILE; drop it or add --preserve FILE"
                 )
-    return config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config)})
+    return built
