@@ -149,6 +149,8 @@ LINES_ROWS = [
     C("t4_ln15", f"{LN} --out ad/a/sub", "adapters", 2, "--out ad/a/sub: is inside the input directory ad/a", absent=("ad/a/sub",)),
     C("t4_ln18", f"{LN} --out ad/b", "adapters b_notes", 2, "--out ad/b: holds an adapter; pass --overwrite to replace it whole"),
     C("t4_ln18_overwrite", f"{LN} --out ad/b --overwrite", "adapters b_notes", 0, '"factors": [0.5, 1.0]', unchanged=("ad/a",), absent=("ad/b/NOTES.txt",)),
+    # the copy keeps the source's config, so a NaN scale there is refused as the soup refuses it
+    C("t4_ln19_alpha_nan", f"{LN} --out o", "adapters a:alpha_nan", 2, "ad/a/adapter_config.json: lora_alpha nan with r 2 gives the scale nan", absent=("o",)),
     C("t4_ln19", f"{LN} --out o", "adapters a:nan", 2, "ad/a/adapter_model.safetensors: tensor base_model.model.encoder.layer.1.attention.self.query.lora_B.weight holds NaN or inf", absent=("o",)),
 ]
 

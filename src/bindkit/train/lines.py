@@ -83,6 +83,7 @@ def apply_lines(
     from safetensors.torch import save_file
 
     from bindkit.train.adapter_out import check_finite, check_out, staged
+    from bindkit.train.soup import lora_scale
 
     adapter, out = Path(adapter), Path(out)
     if out.resolve() == adapter.resolve():
@@ -90,7 +91,8 @@ def apply_lines(
             f"--out {out}: is the input adapter; write the copy to another directory"
         )
     lines_factors(1 if num_layers is None else num_layers, alpha, beta)  # options, before reading
-    _, tensors = read_lora_adapter(adapter, "LiNeS")
+    config, tensors = read_lora_adapter(adapter, "LiNeS")
+    lora_scale(config, adapter)  # the copy keeps the config: a NaN lora_alpha would stay NaN
     check_finite(tensors, adapter / ADAPTER_WEIGHTS)
     check_out(out, [adapter], overwrite=overwrite)
     found = num_layers_of(list(tensors))

@@ -25,9 +25,13 @@ MAX_WEIGHT = 10.0  # |wᵢ| bound: extrapolating an update tenfold is already fa
 MAX_SCALE = 1000.0  # bound on an input's lora_alpha/r (or /√r): a larger one is a corrupt config
 
 
-def _scale(config: dict[str, Any], adapter: Path) -> float:
+def lora_scale(config: dict[str, Any], adapter: Path) -> float:
     """The adapter's LoRA scale sᵢ as peft applies it: lora_alpha/r, or lora_alpha/√r with
-    rsLoRA."""
+    rsLoRA, checked (one rank for every module, finite, in (0, MAX_SCALE]).
+
+    Raises:
+        BindkitError: naming the adapter's config and what is wrong with it.
+    """
     if config.get("rank_pattern") or config.get("alpha_pattern"):
         raise BindkitError(
             f"{adapter}: per-module ranks or alphas (rank_pattern/alpha_pattern) are not "
@@ -169,7 +173,7 @@ def average_adapters(
     configs, parts = [], []
     for path in paths:
         config, tensors = read_lora_adapter(path, "a soup")
-        scale = _scale(config, path)
+        scale = lora_scale(config, path)
         check_finite(tensors, path / ADAPTER_WEIGHTS)
         configs.append(config)
         parts.append((tensors, scale))
