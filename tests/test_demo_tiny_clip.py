@@ -121,10 +121,10 @@ def test_out_must_be_new_empty_or_an_earlier_run_of_the_demo(tmp_path: Path) -> 
     (earlier / "demo.md").write_text("table\n")
     check_demo_out(earlier)
     (earlier / "notes.txt").write_text("mine\n")
-    with pytest.raises(BindkitError, match="not an earlier run of this demo .holds notes.txt"):
+    with pytest.raises(BindkitError, match=r"not an earlier run of this demo \(holds notes\.txt\)"):
         check_demo_out(earlier)
     mine = tmp_path / "mine"  # only demo names, but not written by the demo: saber.jsonl of mine
     (mine / "saber").mkdir(parents=True)
     (mine / "saber" / "saber.jsonl").write_text("mine\n")
-    with pytest.raises(BindkitError, match="holds no saber/manifest.json"):
+    with pytest.raises(BindkitError, match=r"holds no saber/manifest\.json"):
         check_demo_out(mine)
