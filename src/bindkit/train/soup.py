@@ -1,10 +1,14 @@
 """A soup of LoRA adapters: their weighted mean update ΔW = Σ wᵢ·ΔWᵢ as one peft adapter.
 
-Each adapter's update of a module is ΔWᵢ = sᵢ·Bᵢ·Aᵢ (sᵢ = lora_alpha/r). Stacking the ranks,
+Each adapter's update of a module is ΔWᵢ = sᵢ·Bᵢ·Aᵢ (sᵢ = lora_alpha/r, or lora_alpha/√r for an
+rsLoRA adapter, as peft applies it). Stacking the ranks,
 A = [A₁; A₂; …] and B = [w₁s₁/s·B₁, w₂s₂/s·B₂, …] with s = s₁ gives s·B·A = Σ wᵢ·ΔWᵢ exactly, so
 the soup is an ordinary adapter of rank Σ rᵢ (no merge into the base weights, no approximation).
 Averaging the adapters of two training seeds keeps what they share and halves what is
 idiosyncratic to each (docs/benchmarks.md, issue 18 session 5).
+
+Inputs are checked before anything is written: finite tensors whose shapes match their ``r`` and
+each other, a finite scale in (0, MAX_SCALE], weights in [−MAX_WEIGHT, MAX_WEIGHT] and not all 0.
 """
 
 from __future__ import annotations
@@ -19,8 +23,6 @@ from bindkit.errors import BindkitError
 from bindkit.train.lora import ADAPTER_WEIGHTS, read_lora_adapter
 
 SOUP_RECORD = "soup.json"
-
-
 MAX_WEIGHT = 10.0  # |wᵢ| bound: extrapolating an update tenfold is already far outside any recipe
 MAX_SCALE = 1000.0  # bound on an input's lora_alpha/r (or /√r): a larger one is a corrupt config
 
@@ -178,8 +180,8 @@ def average_adapters(
         configs.append(config)
         parts.append((tensors, scale))
     first = configs[0]
-    for path, config, (tensors, _) in zip(paths, configs, parts, strict=True):
-        if path != paths[0]:
+    for index, (path, config, (tensors, _)) in enumerate(zip(paths, configs, parts, strict=True)):
+        if index:
             for field in ("base_model_name_or_path", "target_modules"):
                 if _comparable(config.get(field)) != _comparable(first.get(field)):
                     raise BindkitError(
