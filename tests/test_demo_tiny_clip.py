@@ -13,6 +13,7 @@ pytest.importorskip("torch")
 
 from bindkit.demo.tiny_clip import (
     TinyClipDemoOptions,
+    check_demo_out,
     check_disjoint,
     disjoint_mcqs,
     ensemble_rows,
@@ -103,5 +104,27 @@ def test_cli_refuses_minilm_options(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "--soup: only with --model st:default" in capsys.readouterr().err
     assert main([*argv, "--no-plain"]) == 2
     assert "--plain/--no-plain: only with" in capsys.readouterr().err
+    for extra in (["--examples", "5"], ["--max-triplets", "5"], ["--preserve-weight", "nan"]):
+        assert main([*argv, *extra]) == 2  # the tiny-clip recipe has no such knob
+        assert f"{extra[0]}: only with --model st:default" in capsys.readouterr().err
     assert main(["demo", "finetune", "--out", str(tmp_path / "d"), "--steps", "3"]) == 2
     assert not (tmp_path / "d").exists()
+
+
+def test_out_must_be_new_empty_or_an_earlier_run_of_the_demo(tmp_path: Path) -> None:
+    check_demo_out(tmp_path / "new")
+    (tmp_path / "empty").mkdir()
+    check_demo_out(tmp_path / "empty")
+    earlier = tmp_path / "earlier"
+    (earlier / "saber").mkdir(parents=True)
+    (earlier / "saber" / "manifest.json").write_text("{}")
+    (earlier / "demo.md").write_text("table\n")
+    check_demo_out(earlier)
+    (earlier / "notes.txt").write_text("mine\n")
+    with pytest.raises(BindkitError, match=r"not an earlier run of this demo \(holds notes\.txt\)"):
+        check_demo_out(earlier)
+    mine = tmp_path / "mine"  # only demo names, but not written by the demo: saber.jsonl of mine
+    (mine / "saber").mkdir(parents=True)
+    (mine / "saber" / "saber.jsonl").write_text("mine\n")
+    with pytest.raises(BindkitError, match=r"holds no saber/manifest\.json"):
+        check_demo_out(mine)

@@ -20,10 +20,11 @@ from bindkit.results.store import collect_paths
 
 def test_plain_text_json_and_toml_files(tmp_path: Path) -> None:
     text = tmp_path / "i.txt"
-    text.write_text("# a sweep\nRepresent the query\n\n  Find the caption  \n")
+    text.write_text("# a sweep\nRepresent the query\n\n  Find the caption  \n{braces} are prose\n")
     assert read_instructions(text) == [
         Instruction(text_name("Represent the query"), "Represent the query"),
         Instruction(text_name("Find the caption"), "Find the caption"),
+        Instruction(text_name("{braces} are prose"), "{braces} are prose"),
     ]
     entries = [{"name": "a", "query": "Q a"}, {"name": "b", "query": "Q b", "document": "D b"}]
     expected = [Instruction("a", "Q a"), Instruction("b", "Q b", "D b")]
@@ -51,6 +52,15 @@ def test_plain_text_json_and_toml_files(tmp_path: Path) -> None:
         ("i.json", '[{"name": "a",\n "query": }]', r"i\.json:2: not valid JSON"),
         ("i.json", '{"prompts": []}', r"key 'prompts': put the entries under 'instructions'"),
         ("i.toml", 'name = "a"\n', r"key 'name': put the entries under 'instructions'"),
+        # a JSONL data file given by mistake: its rows are not instructions
+        ("s.jsonl", '{"id": "m1", "n": 2}\n{"id": "m2"}\n', r"s\.jsonl:1: a JSON object, not an"),
+        ("i.txt", "Find it\n[1, 2]\n", r"i\.txt:2: a JSON array, not an instruction"),
+        ("i.txt", "".join(f"instruction {k}\n" for k in range(201)), "201 instructions; a sweep"),
+        (
+            "i.json",
+            json.dumps([{"name": f"n{k}", "query": "q"} for k in range(201)]),
+            "at most 200",
+        ),
     ],
 )
 def test_malformed_files_are_one_line_naming_the_place(

@@ -49,13 +49,14 @@ def _bert(tmp_path: Path) -> Path:
     return tmp_path / "base"
 
 
-def _raw_adapter(base: Path, out: Path) -> None:
+def _raw_adapter(base: Path, out: Path, rslora: bool = False) -> None:
     from transformers import BertModel
 
     from bindkit.train.lora import add_lora, lora_layers, save_adapter
 
     model = BertModel.from_pretrained(base)
     add_lora(model, rank=2, alpha=4.0)
+    model._bindkit_lora_config.use_rslora = rslora  # peft's scale lora_alpha/√r
     with torch.no_grad():  # a trained-looking update: B is zero at init
         for _, layer in lora_layers(model):
             layer.lora_B["default"].weight.normal_()
@@ -97,14 +98,17 @@ def test_merged_minus_base_is_lambda_times_delta(tmp_path: Path) -> None:
     assert checked == 16  # q, k, v, output.dense in each of the 4 layers
 
 
-def test_live_scaling_matches_the_written_adapter(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rslora", [False, True])
+def test_live_scaling_matches_the_written_adapter(tmp_path: Path, rslora: bool) -> None:
+    """The α sweep's live scaling equals the written LiNeS adapter, and None restores the raw
+    update, for plain and rsLoRA adapters alike (scale lora_alpha/r or lora_alpha/√r)."""
     from peft import PeftModel
     from transformers import BertModel
 
     from bindkit.train.lines import apply_lines, scale_live
 
     base = _bert(tmp_path)
-    _raw_adapter(base, tmp_path / "raw")
+    _raw_adapter(base, tmp_path / "raw", rslora=rslora)
     apply_lines(tmp_path / "raw", tmp_path / "lines", alpha=0.4)
     ids = torch.tensor([[1, 5, 7, 9, 2]])
     live = PeftModel.from_pretrained(BertModel.from_pretrained(base), tmp_path / "raw")
@@ -120,3 +124,26 @@ def test_live_scaling_matches_the_written_adapter(tmp_path: Path) -> None:
 def test_bad_adapter_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lines", str(tmp_path), "--alpha", "0.1", "--out", str(tmp_path / "o")]) == 2
     assert "not a peft adapter directory" in capsys.readouterr().err
+
+
+def test_an_existing_out_needs_overwrite_and_is_then_replaced_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = _bert(tmp_path)
+    _raw_adapter(base, tmp_path / "raw")
+    _raw_adapter(base, tmp_path / "other")
+    (tmp_path / "other" / "README.md").write_text("the other adapter's card\n")
+    (tmp_path / "other" / "NOTES.txt").write_text("notes\n")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "other").iterdir()}
+    args = ["lines", str(tmp_path / "raw"), "--alpha", "0.5", "--out", str(tmp_path / "other")]
+    assert main(args) == 2
+    assert "holds an adapter; pass --overwrite" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in (tmp_path / "other").iterdir()} == before
+    assert main([*args, "--overwrite"]) == 0
+    # the source's files and the LiNeS record; nothing of the replaced adapter is left
+    assert sorted(p.name for p in (tmp_path / "other").iterdir()) == [
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "lines.json",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base", "other", "raw"]

@@ -34,7 +34,7 @@ def test_cluster_file_and_options_are_validated(tmp_path: Path) -> None:
     bad.write_text('{"anchor": "x", "pairs": [{"query": "x"}]}\n')
     with pytest.raises(DataFormatError, match="the output of `bindkit mine`"):
         read_clusters(bad)
-    with pytest.raises(BindkitError, match=r"--chunk-size -1: give a finite number >= 0"):
+    with pytest.raises(BindkitError, match=r"--chunk-size -1: give a finite number in \[0, 6"):
         ClusterTrainConfig(model="st:default", clusters=str(bad), out="o", chunk_size=-1)
 
 

@@ -1291,9 +1291,9 @@ S28_ROWS = [
     C("s28_site01", "report r --out r/site", "r:good", 2, "--out r/site: is inside the input directory r"),
     C("s28_site02", "report r --out e", "r:good e", 0, "wrote e/index.html"),  # an empty folder may become the site
     C("s28_site03", "report r --out s", "r:good saberdir_s", 2, "--out s: exists and is not a bindkit site"),
-    C("s28_tr01", f"{TT} --preserve-relational nan", "trip:good.jsonl", 2, "--preserve-relational nan: give a finite number >= 0", absent=("tr",)),
-    C("s28_tr02", f"{TT} --preserve-relational inf", "trip:good.jsonl", 2, "--preserve-relational inf: give a finite number >= 0"),
-    C("s28_tr03", f"{TT} --preserve-relational -1", "trip:good.jsonl", 2, "--preserve-relational -1.0: give a finite number >= 0"),
+    C("s28_tr01", f"{TT} --preserve-relational nan", "trip:good.jsonl", 2, "--preserve-relational nan: give a finite number in [0, 1000]", absent=("tr",)),
+    C("s28_tr02", f"{TT} --preserve-relational inf", "trip:good.jsonl", 2, "--preserve-relational inf: give a finite number in [0, 1000]"),
+    C("s28_tr03", f"{TT} --preserve-relational -1", "trip:good.jsonl", 2, "--preserve-relational -1.0: give a finite number in [0, 1000]"),
     C("s28_dm01", "demo finetune --model builtin:tiny-clip --out d --steps 0", "", 2, "--steps 0: must be from 1 to 100,000", absent=("d",)),
     C("s28_dm02", "demo finetune --model builtin:tiny-clip --out d --steps nan", "", 2, "invalid int value: 'nan'"),
     C("s28_dm03", "demo finetune --model bow --out d", "", 2, "invalid choice: 'bow'"),
@@ -1302,9 +1302,9 @@ S28_ROWS = [
 # stop 29: the triplet loss choice and its temperature, the demo's preservation weight
 S29_ROWS = [
     C("s29_tr01", f"{TT} --loss bogus", "trip:good.jsonl", 2, "invalid choice: 'bogus'", absent=("tr",)),
-    C("s29_tr02", f"{TT} --loss infonce --temperature 0", "trip:good.jsonl", 2, "--temperature 0.0: give a finite number in (0, 10]", absent=("tr",)),
-    C("s29_tr03", f"{TT} --loss infonce --temperature nan", "trip:good.jsonl", 2, "--temperature nan: give a finite number in (0, 10]"),
-    C("s29_tr04", f"{TT} --loss infonce --temperature inf", "trip:good.jsonl", 2, "--temperature inf: give a finite number in (0, 10]"),
+    C("s29_tr02", f"{TT} --loss infonce --temperature 0", "trip:good.jsonl", 2, "--temperature 0.0: give a finite number in [0.001, 10]", absent=("tr",)),
+    C("s29_tr03", f"{TT} --loss infonce --temperature nan", "trip:good.jsonl", 2, "--temperature nan: give a finite number in [0.001, 10]"),
+    C("s29_tr04", f"{TT} --loss infonce --temperature inf", "trip:good.jsonl", 2, "--temperature inf: give a finite number in [0.001, 10]"),
     C("s29_dm01", "demo finetune --out d --preserve-weight nan", "", 2, "--preserve-weight nan: must be from 0 to 1000", absent=("d",)),
     C("s29_dm02", "demo finetune --out d --preserve-weight -1", "", 2, "--preserve-weight -1: must be from 0 to 1000", absent=("d",)),
 ]

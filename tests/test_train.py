@@ -390,8 +390,7 @@ def test_the_triplet_objective_uses_the_chosen_loss(
         train=str(triplets),
         out=str(tmp_path / "o"),
         loss=loss,
-        margin=0.3,
-        temperature=0.1,
+        **({"temperature": 0.1} if loss == "infonce" else {"margin": 0.3}),
     )
     objective = TripletObjective(chosen)
     generator = torch.Generator().manual_seed(0)

@@ -212,7 +212,7 @@ CLUSTER_CELLS = {
 }
 LINES_CELLS = {
     "beta_inf": (["--beta", "inf"], r"--beta inf: give a finite number in \[-1, 1\]"),
-    "num_layers_0": (["--num-layers", "0"], "--num-layers 0: give a whole number >= 1"),
+    "num_layers_0": (["--num-layers", "0"], "--num-layers 0: give a whole number from 1 to 1000"),
     "truncated_adapter": ([], "not a readable safetensors file"),
 }
 
@@ -312,8 +312,12 @@ def test_help_shows_each_default_once_and_says_what_no_flags_do(
     with pytest.raises(SystemExit):
         main(["train", "clusters", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--temperature TEMPERATURE InfoNCE temperature tau (default: 0.02)" in text
-    assert "--lora-r LORA_R LoRA rank (default: 8)" in text
+    # each number's allowed range is documented beside its default
+    assert (
+        "--temperature TEMPERATURE InfoNCE temperature tau; in [0.001, 10] (default: 0.02)" in text
+    )
+    assert "--lora-r LORA_R LoRA rank; in [1, 1024] (default: 8)" in text
+    assert "--epochs EPOCHS passes over the training file; in [1, 1000] (default: 1)" in text
 
 
 @pytest.mark.slow

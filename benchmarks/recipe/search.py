@@ -414,7 +414,7 @@ def interpolate(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Pat
     )
     out = work / "runs" / f"{name}-s{seed}" / "adapter-raw"
     if not (out / "adapter_model.safetensors").is_file():
-        average_adapters([first, second], out, list(recipe["weights"]))
+        average_adapters([first, second], out, list(recipe["weights"]), overwrite=True)
     return out.parent
 
 
@@ -426,7 +426,7 @@ def scaled(run: Path, alpha: float) -> str:
         return f"{MODEL}+adapter={raw}"
     out = run / f"adapter-lines-{alpha}"
     if not (out / "adapter_model.safetensors").is_file():
-        apply_lines(raw, out, alpha=alpha)
+        apply_lines(raw, out, alpha=alpha, overwrite=True)
     return f"{MODEL}+adapter={out}"
 
 

@@ -38,10 +38,13 @@ def register(commands: Any) -> None:
         "--threads", type=int, default=2, help="torch CPU threads (pinned: the table reproduces)"
     )
     finetune.add_argument(
-        "--examples", type=int, default=24000, help="template examples to generate"
+        "--examples",
+        type=int,
+        default=None,
+        help="st:default: template examples to generate (default: 24000)",
     )
     finetune.add_argument(
-        "--max-triplets", type=int, default=None, help="cap the training triplets"
+        "--max-triplets", type=int, default=None, help="st:default: cap the training triplets"
     )
     finetune.add_argument(
         "--saber-per-n", type=int, default=None, help="smaller SABER for quick runs"
@@ -50,7 +53,8 @@ def register(commands: Any) -> None:
         "--preserve-weight",
         type=float,
         default=None,
-        help="distillation weight (default: the recipe's, bindkit.demo.finetune.PRESERVE_WEIGHT)",
+        help="st:default: distillation weight (default: the recipe's, "
+        "bindkit.demo.finetune.PRESERVE_WEIGHT)",
     )
     finetune.add_argument(
         "--plain",
@@ -84,7 +88,7 @@ def _finetune(args: argparse.Namespace) -> int:
         sts=args.sts,
         scpp=args.scpp,
         threads=args.threads,
-        examples=args.examples,
+        **({} if args.examples is None else {"examples": args.examples}),
         max_triplets=args.max_triplets,
         saber_per_n=args.saber_per_n,
         **({} if args.preserve_weight is None else {"preserve_weight": args.preserve_weight}),
@@ -104,7 +108,14 @@ def _tiny_clip(args: argparse.Namespace) -> int:
     for flag, value in (("--sts", args.sts), ("--scpp", args.scpp)):
         if value is not None:
             raise BindkitError(f"{flag}: not with --model builtin:tiny-clip (text-only captions)")
-    for flag, value in (("--soup", args.soup), ("--plain/--no-plain", args.plain)):
+    st_only = (
+        ("--soup", args.soup),
+        ("--plain/--no-plain", args.plain),
+        ("--examples", args.examples),
+        ("--max-triplets", args.max_triplets),
+        ("--preserve-weight", args.preserve_weight),
+    )
+    for flag, value in st_only:  # the tiny-clip recipe has no such knob: it would do nothing
         if value is not None:
             raise BindkitError(f"{flag}: only with --model st:default (the binding-triplet demo)")
     extra = {"saber_per_n": args.saber_per_n} if args.saber_per_n is not None else {}

@@ -78,7 +78,8 @@ def register(commands: Any) -> None:
         default=None,
         metavar="FILE",
         help="instruction sweep: run each (model, subset, pairing) once per instruction of FILE "
-        "(one per line, # comments; or a .json/.toml list of {name, query, document}); results "
+        "(one per line, # comments; or a .json/.toml list of {name, query, document}; at most "
+        "200); results "
         "go to <pairing>@<name>.json and the report shows the spread across instructions",
     )
     ev.add_argument("--batch-size", type=int, default=None, help="inputs per forward pass")

@@ -42,9 +42,15 @@ def register(commands: Any) -> None:
     lines.add_argument("--alpha", type=float, required=True, help="LiNeS alpha in [0, 1]")
     lines.add_argument("--beta", type=float, default=None, help="LiNeS beta (default 1 - alpha)")
     lines.add_argument(
-        "--num-layers", type=int, default=None, help="model depth L (default: from the adapter)"
+        "--num-layers",
+        type=int,
+        default=None,
+        help="model depth L, at most 1000 (default: from the adapter)",
     )
     lines.add_argument("--out", required=True, help="directory of the new adapter")
+    lines.add_argument(
+        "--overwrite", action="store_true", help="replace an existing adapter at --out, whole"
+    )
     lines.set_defaults(handler=_lines)
 
     soup = commands.add_parser(
@@ -55,9 +61,16 @@ def register(commands: Any) -> None:
     )
     soup.add_argument("adapters", nargs="+", help="peft adapter directories (two or more)")
     soup.add_argument(
-        "--weights", type=float, nargs="+", default=None, help="one per adapter (default: equal)"
+        "--weights",
+        type=float,
+        nargs="+",
+        default=None,
+        help="one per adapter, each in [-10, 10], not all 0 (default: equal)",
     )
     soup.add_argument("--out", required=True, help="directory of the new adapter")
+    soup.add_argument(
+        "--overwrite", action="store_true", help="replace an existing adapter at --out, whole"
+    )
     soup.set_defaults(handler=_soup)
 
 
@@ -88,7 +101,12 @@ def _lines(args: argparse.Namespace) -> int:
     from bindkit.train.lines import apply_lines
 
     record = apply_lines(
-        args.adapter, args.out, alpha=args.alpha, beta=args.beta, num_layers=args.num_layers
+        args.adapter,
+        args.out,
+        alpha=args.alpha,
+        beta=args.beta,
+        num_layers=args.num_layers,
+        overwrite=args.overwrite,
     )
     print(json.dumps({k: v for k, v in record.items() if k != "source"}))
     return 0
@@ -97,6 +115,6 @@ def _lines(args: argparse.Namespace) -> int:
 def _soup(args: argparse.Namespace) -> int:
     from bindkit.train.soup import average_adapters
 
-    record = average_adapters(args.adapters, args.out, args.weights)
+    record = average_adapters(args.adapters, args.out, args.weights, overwrite=args.overwrite)
     print(json.dumps({"weights": record["weights"], "rank": record["rank"], "out": args.out}))
     return 0

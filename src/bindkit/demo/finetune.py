@@ -1365,7 +1365,8 @@ def _soup(out: Path, names: list[str]) -> Path:
     from bindkit.train.soup import average_adapters
 
     soup = out / "runs" / "preserve-soup"
-    average_adapters([out / "runs" / n / "adapter-raw" for n in names], soup / "adapter-raw")
+    sources = [out / "runs" / n / "adapter-raw" for n in names]
+    average_adapters(sources, soup / "adapter-raw", overwrite=True)  # the demo's own folder
     if (soup / "adapter-lines").exists():
         shutil.rmtree(soup / "adapter-lines")
     if LINES_ALPHA == 1.0:

@@ -46,6 +46,10 @@ PAIRINGS = ("tt", "ti", "it", "ii")
 TRAIN = "train.jsonl"
 ENSEMBLE = "ensemble.jsonl"
 STAMP = "demo-run.json"
+# What the demo writes into OUT: a rerun reuses and replaces these, so OUT may hold nothing else.
+DEMO_ENTRIES = frozenset(
+    {"saber", "data", "run", "results", "demo.md", "demo.json", ".bindkit.lock"}
+)
 
 
 @dataclass
@@ -259,11 +263,38 @@ def _evaluate(out: Path, saber: Path, models: dict[str, str]) -> tuple[dict[str,
     return table, provenance
 
 
+def check_demo_out(out: Path) -> None:
+    """Refuse an ``--out`` that is neither new, empty, nor an earlier run of this demo.
+
+    A rerun reuses the demo's own files and replaces them where they differ (``saber/``,
+    ``data/``, ``run/`` …), so a folder of the user's would lose files of the same names. An
+    earlier run is recognised by holding only :data:`DEMO_ENTRIES` and its evaluation set's
+    ``saber/manifest.json`` (the first file the demo writes).
+
+    Raises:
+        BindkitError: naming the first entry that is not the demo's.
+    """
+    from bindkit._io import check_can_create
+
+    check_can_create(out)
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in DEMO_ENTRIES)
+    if not foreign and not (out / "saber" / "manifest.json").is_file():
+        foreign = ["no saber/manifest.json"]
+    if foreign:
+        raise BindkitError(
+            f"--out {out}: not an earlier run of this demo (holds {foreign[0]}); give a new or "
+            "empty folder"
+        )
+
+
 def run_tiny_clip_demo(options: TinyClipDemoOptions) -> dict[str, Any]:
     """Run the demo; returns the summary also written to ``OUT/demo.json``."""
     from bindkit.demo.finetune import pinned
 
     out = Path(options.out)
+    check_demo_out(out)
     with directory_lock(out, "bindkit demo finetune"), pinned(options.threads):
         return _run(options, out)
 

@@ -5,6 +5,10 @@ with ``#`` skipped; each is named by a hash of its text), or a ``.json`` / ``.to
 ``{name, query, document}`` entries (``document``, the document-side instruction, optional):
 a JSON list (or ``{"instructions": [...]}``), a TOML ``[[instructions]]`` array. Each result of a
 sweep records its instruction's name and both sides in ``options``.
+
+A sweep runs the whole evaluation once per instruction, so a file holds at most
+:data:`MAX_INSTRUCTIONS`; a plain-text line that is a JSON object or array is refused (a JSONL
+data file given by mistake would otherwise become one "instruction" per row).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from bindkit.results.tables import Table, label, pct
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")
 KEYS = ("name", "query", "document")
+MAX_INSTRUCTIONS = 200  # each is a full evaluation run; prompt-sensitivity studies use 5-50
 
 
 @dataclass(frozen=True)
@@ -69,9 +74,20 @@ def read_instructions(path: str | Path) -> list[Instruction]:
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
+            if _is_json_row(line):
+                raise DataFormatError(
+                    f"{path}:{number}: a JSON {'object' if line[0] == '{' else 'array'}, not an "
+                    "instruction; a text file holds one instruction per line (entries with "
+                    "name/query/document go in a .json or .toml file)"
+                )
             items.append((f"{path}:{number}", Instruction(text_name(line), line)))
     if not items:
         raise DataFormatError(f"{path}: holds no instruction; write one per line")
+    if len(items) > MAX_INSTRUCTIONS:
+        raise DataFormatError(
+            f"{path}: {len(items)} instructions; a sweep takes at most {MAX_INSTRUCTIONS} (each "
+            "is a full evaluation run); split the file"
+        )
     seen: dict[str, str] = {}
     for where, item in items:
         if item.name in seen:
@@ -81,6 +97,16 @@ def read_instructions(path: str | Path) -> list[Instruction]:
             )
         seen[item.name] = where
     return [item for _where, item in items]
+
+
+def _is_json_row(line: str) -> bool:
+    """Whether a text line is a JSON object or array (a row of a JSONL file, not prose)."""
+    if line[0] not in "{[":
+        return False
+    try:
+        return isinstance(json.loads(line), dict | list)
+    except ValueError:
+        return False
 
 
 def _structured(path: Path, text: str) -> list[tuple[str, Instruction]]:

@@ -218,7 +218,13 @@ class Objective:
             if alpha != 1.0:
                 adapter = folder / f"adapter-lines-{alpha:g}"
                 if not (adapter / "lines.json").is_file():
-                    apply_lines(folder / RAW, adapter, alpha=alpha, num_layers=_depth(record))
+                    apply_lines(  # no lines.json: what is there is unfinished, replace it
+                        folder / RAW,
+                        adapter,
+                        alpha=alpha,
+                        num_layers=_depth(record),
+                        overwrite=True,
+                    )
             spec = spec_with_adapter(train_config.model, adapter)
             scores = score_panel(spec, config.panel, folder / "results")
             values = objective_values(config, scores)

@@ -6,7 +6,11 @@ GradCache, LiNeS, preservation, checkpoints), so the two commands have the same 
 adds its data file and its loss's options. Each field's ``metadata["help"]`` is its
 documentation and ``metadata["range"]`` its allowed values: :func:`add_arguments` builds argparse
 options from the fields (argparse adds each default once, ``%(default)s``) and ``__post_init__``
-checks every number (finite, in range, the range in the message) before anything loads.
+checks every number (finite, in range, the range in the message) before anything loads. Every
+count has an upper bound (shown in ``--help``), so a typo like ``--epochs 1e12`` is refused at
+once instead of running for ever; and an option that has no effect in the chosen mode
+(``--margin`` with ``--loss infonce``, ``--preserve-relational`` without ``--preserve``, …) is
+refused rather than recorded as if it had been used.
 """
 
 from __future__ import annotations
@@ -50,13 +54,18 @@ class Range:
 
 
 def _number(value: float | None) -> str:
-    return "-inf" if value is None else f"{value:g}"
+    if value is None:
+        return "-inf"
+    return f"{int(value)}" if float(value).is_integer() else f"{value:g}"
 
 
-POSITIVE = Range(0, None, low_open=True)
-NONNEGATIVE = Range(0)
-AT_LEAST_ONE = Range(1)
 UNIT = Range(0, 1)
+# Upper bounds: far beyond any real run, low enough that a typo fails at once.
+STEPS = Range(0, 1_000_000)  # optimizer steps (warm-up, eval and checkpoint periods)
+WEIGHT = Range(0, 1000)  # the weight of an auxiliary loss term
+TEMPERATURE = Range(0.001, 10)  # below 1e-3 the logits (cosine/τ ≤ 2000) overflow the loss
+SEEDS = Range(0, 2**31 - 1)
+BATCH = Range(1, 65_536)
 
 
 def _help(text: str, range: Range | None = None, **extra: Any) -> Any:
@@ -92,7 +101,7 @@ class BaseTrainConfig:
             Range(0, 1, low_open=True),
         ),
     )
-    weight_decay: float = field(default=0.01, metadata=_help("AdamW weight decay", NONNEGATIVE))
+    weight_decay: float = field(default=0.01, metadata=_help("AdamW weight decay", UNIT))
     schedule: str = field(
         default="constant",
         metadata=_help(
@@ -101,26 +110,30 @@ class BaseTrainConfig:
         ),
     )
     warmup_steps: int = field(
-        default=0, metadata=_help("optimizer steps of linear learning-rate warm-up", NONNEGATIVE)
+        default=0, metadata=_help("optimizer steps of linear learning-rate warm-up", STEPS)
     )
-    epochs: int = field(default=1, metadata=_help("passes over the training file", AT_LEAST_ONE))
+    # at most 1000: the plan seeds epoch e of seed s with s·1000 + e, distinct for e < 1000
+    epochs: int = field(default=1, metadata=_help("passes over the training file", Range(1, 1000)))
     max_steps: int | None = field(
         default=None,
-        metadata=_help("stop after this many optimizer steps (default: all)", AT_LEAST_ONE),
+        metadata=_help("stop after this many optimizer steps (default: all)", Range(1, 1_000_000)),
     )
     grad_accum: int = field(
-        default=1, metadata=_help("micro-batches per optimizer step", AT_LEAST_ONE)
+        default=1, metadata=_help("micro-batches per optimizer step", Range(1, 1024))
     )
     chunk_size: int = field(
         default=0,
         metadata=_help(
             "GradCache: inputs per forward pass with gradients, so a large batch fits in memory "
             "with the same gradients (0: one forward per micro-batch)",
-            NONNEGATIVE,
+            Range(0, 65_536),
         ),
     )
-    lora_r: int = field(default=4, metadata=_help("LoRA rank", AT_LEAST_ONE))
-    lora_alpha: float = field(default=4.0, metadata=_help("LoRA alpha (scaling alpha/r)", POSITIVE))
+    lora_r: int = field(default=4, metadata=_help("LoRA rank", Range(1, 1024)))
+    lora_alpha: float = field(
+        default=4.0,
+        metadata=_help("LoRA alpha (scaling alpha/r)", Range(0, 4096, low_open=True)),
+    )
     lora_dropout: float = field(
         default=0.0, metadata=_help("LoRA dropout", Range(0, 1, high_open=True))
     )
@@ -158,19 +171,19 @@ class BaseTrainConfig:
         ),
     )
     preserve_weight: float = field(
-        default=1.0, metadata=_help("weight of the preservation (distillation) term", NONNEGATIVE)
+        default=1.0, metadata=_help("weight of the preservation (distillation) term", WEIGHT)
     )
     preserve_relational: float = field(
         default=0.0,
         metadata=_help(
             "weight of relational preservation: the base model's cosine between every two "
-            "preservation sentences of a micro-batch, kept",
-            NONNEGATIVE,
+            "preservation sentences of a micro-batch, kept (needs --preserve-batch 2 or more)",
+            WEIGHT,
         ),
     )
     preserve_batch: int = field(
         default=32,
-        metadata=_help("preservation sentences mixed into each micro-batch", AT_LEAST_ONE),
+        metadata=_help("preservation sentences mixed into each micro-batch", Range(1, 4096)),
     )
     attn_loss: bool = field(
         default=False,
@@ -179,24 +192,22 @@ class BaseTrainConfig:
     attn_tau: float = field(
         default=0.1, metadata=_help("attention loss target margin tau", Range(0, 2))
     )
-    attn_weight: float = field(
-        default=0.1, metadata=_help("attention loss weight lambda", NONNEGATIVE)
-    )
+    attn_weight: float = field(default=0.1, metadata=_help("attention loss weight lambda", WEIGHT))
     eval_every: int = field(
         default=0,
-        metadata=_help("validation accuracy every K optimizer steps (0: at the end)", NONNEGATIVE),
+        metadata=_help("validation accuracy every K optimizer steps (0: at the end)", STEPS),
     )
     save_every: int = field(
         default=100,
         metadata=_help(
-            "checkpoint every K optimizer steps (0: never); a rerun resumes from it", NONNEGATIVE
+            "checkpoint every K optimizer steps (0: never); a rerun resumes from it", STEPS
         ),
     )
     precision: str = field(
         default="auto",
         metadata=_help("auto (bf16 autocast on GPU), fp32 or bf16", choices=PRECISIONS),
     )
-    seed: int = field(default=0, metadata=_help("seed of LoRA init and data order", NONNEGATIVE))
+    seed: int = field(default=0, metadata=_help("seed of LoRA init and data order", SEEDS))
     overwrite: bool = field(
         default=False, metadata=_help("start over even if OUT holds a checkpoint or a finished run")
     )
@@ -223,6 +234,7 @@ class BaseTrainConfig:
                 raise BindkitError(f"{flag} {value}: give a whole number {allowed}")
             if not math.isfinite(value) or value not in allowed:
                 raise BindkitError(f"{flag} {value}: give a finite number {allowed}")
+        self.check_modes()
         from bindkit.hub.read import local_path
 
         for name in self.DATA_FIELDS:
@@ -234,6 +246,41 @@ class BaseTrainConfig:
                     setattr(self, name, value)
             if value is not None and not Path(value).is_file():
                 raise BindkitError(f"--{_flag(name)} {value}: file not found")
+
+    def check_modes(self) -> None:
+        """Refuse an option set away from its default in a mode where it has no effect.
+
+        Raises:
+            BindkitError: naming the option and the mode it needs.
+        """
+        for name, needs, active in self._modes():
+            if not active and getattr(self, name) != _field_default(type(self), name):
+                raise BindkitError(
+                    f"--{_flag(name)} {getattr(self, name)}: has no effect without {needs}; "
+                    f"drop it or add {needs}"
+                )
+        if self.preserve_relational > 0 and self.preserve_batch == 1:
+            raise BindkitError(
+                f"--preserve-relational {self.preserve_relational} with --preserve-batch 1: the "
+                "relational term compares pairs of a micro-batch's preservation sentences, and "
+                "one sentence makes no pair; give --preserve-batch 2 or more"
+            )
+
+    def _modes(self) -> list[tuple[str, str, bool]]:
+        """(option, what it needs, whether that is given): the options that act only in a mode."""
+        preserving = self.preserve is not None
+        sweeping = self.lines and self.lines_alpha is None
+        return [
+            ("preserve_relational", "--preserve FILE", preserving),
+            ("lines_alpha", "LiNeS (drop --no-lines)", self.lines),
+            (
+                "lines_tolerance",
+                "the LiNeS alpha sweep (no --lines-alpha, no --no-lines)",
+                sweeping,
+            ),
+            ("attn_tau", "--attn-loss", self.attn_loss),
+            ("attn_weight", "--attn-loss", self.attn_loss),
+        ]
 
     def record(self) -> dict[str, Any]:
         """The options as written into the model card and checkpoints."""
@@ -255,7 +302,7 @@ class TrainConfig(BaseTrainConfig):
         metadata=_help("triplet JSONL file (query/positive/negative rows, as bindkit synth writes)")
     )
     batch_size: int = field(
-        default=32, metadata=_help("triplets per device per micro-batch", AT_LEAST_ONE)
+        default=32, metadata=_help("triplets per device per micro-batch", BATCH)
     )
     loss: str = field(
         default="hinge",
@@ -272,9 +319,16 @@ class TrainConfig(BaseTrainConfig):
         default=0.05,
         metadata=_help(
             "InfoNCE temperature tau (--loss infonce; 0.05 is sentence-transformers' scale 20)",
-            Range(0, 10, low_open=True),
+            TEMPERATURE,
         ),
     )
+
+    def _modes(self) -> list[tuple[str, str, bool]]:
+        return [
+            *super()._modes(),
+            ("margin", "--loss hinge", self.loss == "hinge"),
+            ("temperature", "--loss infonce", self.loss == "infonce"),
+        ]
 
 
 @dataclass(kw_only=True)
@@ -289,12 +343,10 @@ class ClusterTrainConfig(BaseTrainConfig):
     clusters_per_step: int = field(
         default=8,
         metadata=_help(
-            "B, clusters per device per micro-batch (effective batch B·(k+1) pairs)", AT_LEAST_ONE
+            "B, clusters per device per micro-batch (effective batch B·(k+1) pairs)", BATCH
         ),
     )
-    temperature: float = field(
-        default=0.02, metadata=_help("InfoNCE temperature tau", Range(0, 10, low_open=True))
-    )
+    temperature: float = field(default=0.02, metadata=_help("InfoNCE temperature tau", TEMPERATURE))
     in_batch: bool = field(
         default=False,
         metadata=_help("the baseline: every positive of the global batch is a negative"),
@@ -309,6 +361,10 @@ class ClusterTrainConfig(BaseTrainConfig):
 
 def _flag(name: str) -> str:
     return name.replace("_", "-")
+
+
+def _field_default(config: type[BaseTrainConfig], name: str) -> Any:
+    return next(f.default for f in dataclasses.fields(config) if f.name == name)
 
 
 def _base_type(kind: Any) -> Any:
@@ -350,6 +406,8 @@ def add_arguments(
         required = f.default is dataclasses.MISSING
         default = None if required else f.default
         shown = "" if required or default is None else " (default: %(default)s)"
+        allowed = f.metadata.get("range")
+        bounds = f"; {allowed}" if allowed is not None else ""
         parser.add_argument(
             flag,
             dest=f.name,
@@ -357,12 +415,25 @@ def add_arguments(
             required=required,
             default=default,
             choices=f.metadata.get("choices"),
-            help=help_text + shown,
+            help=help_text + bounds + shown,
         )
 
 
 def from_args(
     args: argparse.Namespace, config: type[BaseTrainConfig] = TrainConfig
 ) -> BaseTrainConfig:
-    """Build a ``config`` from parsed arguments (validated)."""
-    return config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config)})
+    """Build a ``config`` from parsed arguments (validated).
+
+    On the command line, --preserve-weight and --preserve-batch are refused without --preserve
+    (they would change nothing). The library accepts them: the demo's comparison run without
+    preservation keeps the recipe's values in its record.
+    """
+    built = config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(config)})
+    if built.preserve is None:  # after the range checks: a bad number is named as such first
+        for name in ("preserve_weight", "preserve_batch"):
+            if getattr(built, name) != _field_default(config, name):
+                raise BindkitError(
+                    f"--{_flag(name)} {getattr(built, name)}: has no effect without --preserve "
+                    "FILE; drop it or add --preserve FILE"
+                )
+    return built

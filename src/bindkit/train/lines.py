@@ -12,9 +12,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from bindkit._io import atomic_write_text
 from bindkit.errors import BindkitError
 from bindkit.train.lora import ADAPTER_WEIGHTS, layer_index, read_lora_adapter
+
+# The deepest text stacks in use have ~100 layers; a larger L is a typo, and would only build
+# (and write to lines.json) a list of factors that long.
+MAX_LAYERS = 1000
 
 
 def lines_factors(num_layers: int, alpha: float, beta: float | None = None) -> list[float]:
@@ -24,8 +27,11 @@ def lines_factors(num_layers: int, alpha: float, beta: float | None = None) -> l
         >>> [round(f, 6) for f in lines_factors(3, 0.2)]
         [0.2, 0.6, 1.0]
     """
-    if num_layers < 1:
-        raise BindkitError(f"--num-layers {num_layers}: give a whole number >= 1 (the model depth)")
+    if not 1 <= num_layers <= MAX_LAYERS:
+        raise BindkitError(
+            f"--num-layers {num_layers}: give a whole number from 1 to {MAX_LAYERS} (the model "
+            "depth)"
+        )
     if not 0.0 <= alpha <= 1.0:
         raise BindkitError(f"--alpha {alpha}: give a finite number in [0, 1]")
     if beta is not None and not -1.0 <= beta <= 1.0:
@@ -56,19 +62,28 @@ def apply_lines(
     alpha: float,
     beta: float | None = None,
     num_layers: int | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Write a copy of a peft LoRA adapter whose layer-ℓ update is scaled by λ(ℓ).
 
+    Only B is scaled, so the copy keeps the source's config and scale (plain or rsLoRA alike).
+
     Args:
         adapter: A peft adapter directory (``adapter_config.json`` + ``adapter_model.safetensors``).
-        out: The new adapter directory (created; other files are copied).
+        out: The new adapter directory, written whole or not at all
+            (:mod:`bindkit.train.adapter_out`); the source's other files are copied into it.
         alpha, beta: LiNeS coefficients; β defaults to 1 − α.
-        num_layers: L, the depth of the model; default: highest layer index in the adapter + 1.
+        num_layers: L, the depth of the model (at most :data:`MAX_LAYERS`); default: highest
+            layer index in the adapter + 1.
+        overwrite: replace an existing adapter at ``out`` (refused otherwise).
 
     Returns:
         The LiNeS record (α, β, L, factors) also written to ``OUT/lines.json``.
     """
     from safetensors.torch import save_file
+
+    from bindkit.train.adapter_out import check_finite, check_out, staged
+    from bindkit.train.soup import lora_scale
 
     adapter, out = Path(adapter), Path(out)
     if out.resolve() == adapter.resolve():
@@ -76,7 +91,10 @@ def apply_lines(
             f"--out {out}: is the input adapter; write the copy to another directory"
         )
     lines_factors(1 if num_layers is None else num_layers, alpha, beta)  # options, before reading
-    _, tensors = read_lora_adapter(adapter, "LiNeS")
+    config, tensors = read_lora_adapter(adapter, "LiNeS")
+    lora_scale(config, adapter)  # the copy keeps the config: a NaN lora_alpha would stay NaN
+    check_finite(tensors, adapter / ADAPTER_WEIGHTS)
+    check_out(out, [adapter], overwrite=overwrite)
     found = num_layers_of(list(tensors))
     depth = found if num_layers is None else num_layers
     if depth < found:
@@ -89,13 +107,6 @@ def apply_lines(
         name: tensor * factor_for(name, factors, alpha) if ".lora_B." in name else tensor
         for name, tensor in tensors.items()
     }
-    out.mkdir(parents=True, exist_ok=True)
-    for item in adapter.iterdir():
-        if item.is_file() and item.name not in (ADAPTER_WEIGHTS, "lines.json"):
-            shutil.copy2(item, out / item.name)
-    tmp = out / f".{ADAPTER_WEIGHTS}.tmp"
-    save_file({k: v.contiguous() for k, v in scaled.items()}, str(tmp), metadata={"format": "pt"})
-    tmp.replace(out / ADAPTER_WEIGHTS)
     record = {
         "alpha": alpha,
         "beta": 1.0 - alpha if beta is None else beta,
@@ -103,19 +114,26 @@ def apply_lines(
         "factors": factors,
         "source": str(adapter),
     }
-    atomic_write_text(out / "lines.json", json.dumps(record, indent=2) + "\n")
+    with staged(out, overwrite=overwrite) as stage:
+        for item in adapter.iterdir():
+            if item.is_file() and item.name not in (ADAPTER_WEIGHTS, "lines.json"):
+                shutil.copy2(item, stage / item.name)
+        weights = {k: v.contiguous() for k, v in scaled.items()}
+        save_file(weights, str(stage / ADAPTER_WEIGHTS), metadata={"format": "pt"})
+        (stage / "lines.json").write_text(json.dumps(record, indent=2) + "\n")
     return record
 
 
 def scale_live(model: Any, factors: list[float] | None, alpha: float = 1.0) -> None:
     """Scale the LoRA layers of a live model by LiNeS factors (None restores the raw update).
 
-    Used by the α sweep: it changes peft's per-layer ``scaling`` instead of the weights.
+    Used by the α sweep: it changes peft's per-layer ``scaling`` instead of the weights, through
+    peft's own ``set_scale`` (factor × the configured scale: lora_alpha/r, or lora_alpha/√r for
+    rsLoRA), so the live model equals :func:`apply_lines`' adapter for either kind.
     """
     from bindkit.train.lora import lora_layers
 
     for name, layer in lora_layers(model):
-        for key in layer.scaling:
-            base = layer.lora_alpha[key] / layer.r[key]
-            factor = 1.0 if factors is None else factor_for(name, factors, alpha)
-            layer.scaling[key] = base * factor
+        factor = 1.0 if factors is None else factor_for(name, factors, alpha)
+        for key in list(layer.scaling):
+            layer.set_scale(key, factor)

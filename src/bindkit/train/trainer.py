@@ -63,12 +63,15 @@ class Plan:
     epochs: int
     seed: int
     order: list[list[int]] = field(default_factory=list)
+    limit: int | None = None  # micro-batches needed (--max-steps): later epochs are not built
 
     def __post_init__(self) -> None:
         import torch
 
         per_step = self.batch_size * self.world
         for epoch in range(self.epochs):
+            if self.limit is not None and len(self.order) >= self.limit:
+                break
             generator = torch.Generator().manual_seed(self.seed * 1000 + epoch)
             perm = torch.randperm(self.rows, generator=generator).tolist()
             batches = [perm[i : i + per_step] for i in range(0, len(perm), per_step)]
@@ -287,6 +290,7 @@ class _Run:
             self.state.num_processes,
             config.epochs,
             config.seed,
+            limit=None if config.max_steps is None else config.max_steps * config.grad_accum,
         )
         micro_total = len(plan.order)
         if config.max_steps is not None:
@@ -607,8 +611,12 @@ class _Run:
             save_adapter(self.model, self.out / RAW)
             write_card(self.out / RAW, record, variant="raw")
             if lines is not None:
-                apply_lines(
-                    self.out / RAW, self.out / LINES, alpha=lines["alpha"], num_layers=depth
+                apply_lines(  # the run owns OUT (it holds its lock): replace an earlier copy
+                    self.out / RAW,
+                    self.out / LINES,
+                    alpha=lines["alpha"],
+                    num_layers=depth,
+                    overwrite=True,
                 )
                 write_card(self.out / LINES, record, variant="lines")
             write_card(self.out, record, variant=None)
