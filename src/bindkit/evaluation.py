@@ -12,10 +12,10 @@ from typing import Any
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError
 from bindkit.results.instructions import Instruction
+from bindkit.results.records import data_key
 from bindkit.results.store import (
     POLICIES,
     Policy,
-    data_key,
     is_partial,
     result_path,
     reusable,

@@ -1,15 +1,28 @@
 """Accessors of result records that every reader shares: tasks' tables, the report, compare.
 
-Pure functions of one record (or a list of them) as ``results.store`` writes them; nothing here
-knows a task, so tasks may import it.
+Pure functions of one record (or a list of them) as ``results.store`` writes them, and the naming
+rules of its files (``slug``, ``data_key``); nothing here knows a task, so tasks may import it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
-from bindkit.results.store import data_key
+
+def slug(text: str, limit: int = 80) -> str:
+    """A file-name-safe rendering of a spec or data name ("st:default" → "st_default")."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "x"
+    return cleaned[-limit:]
+
+
+def data_key(name: str, source: str) -> str:
+    """``<name>-<8 hex>``: the name for readers, a hash of the resolved source for identity."""
+    where = source if source.startswith("builtin:") else str(Path(source).resolve())
+    return f"{slug(name, 60)}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
 def subset_of(record: dict[str, Any]) -> str:

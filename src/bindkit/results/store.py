@@ -17,9 +17,7 @@ Overwrite policies, shared by every command that writes results:
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,23 +25,12 @@ from typing import Any, Literal
 
 from bindkit._io import atomic_write_text
 from bindkit.errors import BindkitError
+from bindkit.results.records import slug
 
 Policy = Literal["never", "always", "only-missing"]
 POLICIES: tuple[Policy, ...] = ("only-missing", "never", "always")
 SCHEMA = "bindkit.result/1"
 NOT_A_RESULT = "not a bindkit result"
-
-
-def slug(text: str, limit: int = 80) -> str:
-    """A file-name-safe rendering of a spec or data name ("st:default" → "st_default")."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "x"
-    return cleaned[-limit:]
-
-
-def data_key(name: str, source: str) -> str:
-    """``<name>-<8 hex>``: the name for readers, a hash of the resolved source for identity."""
-    where = source if source.startswith("builtin:") else str(Path(source).resolve())
-    return f"{slug(name, 60)}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
 def result_path(
