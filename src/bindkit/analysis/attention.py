@@ -425,7 +425,7 @@ def analyze_attention(
 
     Returns the JSON record written to ``OUT/attention_margins.json``.
     """
-    import bindkit
+    from bindkit import __version__
     from bindkit._io import atomic_write_text, canonical_json, sha256_file
     from bindkit.embed.registry import load_embedder
 
@@ -451,7 +451,7 @@ def analyze_attention(
     digest = sha256_file(source / "saber.jsonl") if source.is_dir() else sha256_file(source)
     record = {
         "schema": "bindkit.attention/1",
-        "bindkit_version": bindkit.__version__,
+        "bindkit_version": __version__,
         "data": {"source": str(source), "sha256": digest, "texts": len(items)},
         "options": {"field": field, "role": role, "instruction": instruction, "limit": limit},
         "models": curves,
