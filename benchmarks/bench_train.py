@@ -68,8 +68,8 @@ def run_st(model_path: str, train: Path, out: Path, batch: int, device: str, lor
     )
     from sentence_transformers.losses import TripletDistanceMetric, TripletLoss
 
+    from bindkit.adapters.lora import TARGET_MODULES
     from bindkit.tasks.triplets import read_triplets
-    from bindkit.train.lora import TARGET_MODULES
 
     rows = read_triplets(train)
     data = datasets.Dataset.from_dict(

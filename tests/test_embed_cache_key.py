@@ -229,7 +229,7 @@ def _random_adapter(spec: str, out: Path, seed: int) -> Path:
     """A LoRA adapter of ``spec`` with random (non-zero) updates, saved in peft format."""
     import torch
 
-    from bindkit.train.lora import add_lora, save_adapter
+    from bindkit.adapters.lora import add_lora, save_adapter
     from bindkit.train.trainer import load_trainable
 
     torch.manual_seed(seed)

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from bindkit.adapters.lines import lines_factors
+from bindkit.adapters.lora import layer_index
 from bindkit.cli import main
 from bindkit.errors import BindkitError
-from bindkit.train.lines import lines_factors
-from bindkit.train.lora import layer_index
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
@@ -52,7 +52,7 @@ def _bert(tmp_path: Path) -> Path:
 def _raw_adapter(base: Path, out: Path, rslora: bool = False) -> None:
     from transformers import BertModel
 
-    from bindkit.train.lora import add_lora, lora_layers, save_adapter
+    from bindkit.adapters.lora import add_lora, lora_layers, save_adapter
 
     model = BertModel.from_pretrained(base)
     add_lora(model, rank=2, alpha=4.0)
@@ -105,7 +105,7 @@ def test_live_scaling_matches_the_written_adapter(tmp_path: Path, rslora: bool) 
     from peft import PeftModel
     from transformers import BertModel
 
-    from bindkit.train.lines import apply_lines, scale_live
+    from bindkit.adapters.lines import apply_lines, scale_live
 
     base = _bert(tmp_path)
     _raw_adapter(base, tmp_path / "raw", rslora=rslora)

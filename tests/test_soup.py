@@ -21,7 +21,7 @@ def _adapter(
 ) -> None:
     from transformers import BertModel
 
-    from bindkit.train.lora import add_lora, lora_layers, save_adapter
+    from bindkit.adapters.lora import add_lora, lora_layers, save_adapter
 
     model = BertModel.from_pretrained(base)
     torch.manual_seed(seed)
@@ -155,7 +155,7 @@ def test_a_second_writer_of_the_same_out_never_mixes_two_soups(
     with it, OUT is this one's adapter whole."""
     import safetensors.torch
 
-    from bindkit.train.soup import average_adapters
+    from bindkit.adapters.soup import average_adapters
 
     for name, seed in (("a", 1), ("b", 2)):
         _tiny(tmp_path / name, seed)

@@ -53,7 +53,7 @@ def config(model: Path, train: Path, out: Path, **options: Any) -> TrainConfig:
 def test_lora_only_on_text_attention_and_a_step_trains(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path
 ) -> None:
-    from bindkit.train.lora import add_lora
+    from bindkit.adapters.lora import add_lora
     from bindkit.train.trainer import load_trainable
 
     embedder = load_trainable(f"mllm:{tiny_qwen2_vl}", None)
@@ -254,7 +254,7 @@ def test_lines_needs_val_or_alpha(tiny_qwen2_vl: Path, triplets: Path, tmp_path:
 
 
 def test_model_without_attention_modules(tmp_path: Path, triplets: Path) -> None:
-    from bindkit.train.lora import add_lora
+    from bindkit.adapters.lora import add_lora
 
     with pytest.raises(BindkitError, match="no attention modules"):
         add_lora(_mlp_model(tmp_path))

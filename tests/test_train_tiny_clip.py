@@ -28,7 +28,7 @@ ROWS = [
 
 
 def test_lora_goes_on_the_text_attention_only() -> None:
-    from bindkit.train.lora import add_lora
+    from bindkit.adapters.lora import add_lora
     from bindkit.train.trainer import load_trainable
 
     embedder = load_trainable("builtin:tiny-clip", None)

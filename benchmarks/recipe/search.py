@@ -403,10 +403,10 @@ def train(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Path:
 
 
 def interpolate(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Path:
-    """w1·ΔW1 + w2·ΔW2 as one LoRA adapter (``bindkit.train.soup.average_adapters``: the ranks
+    """w1·ΔW1 + w2·ΔW2 as one LoRA adapter (``bindkit.adapters.soup.average_adapters``: the ranks
     stacked, exact). A trial named ``NAME@sK`` is taken at seed K (a soup of two seeds), else at
     ``seed``."""
-    from bindkit.train.soup import average_adapters
+    from bindkit.adapters.soup import average_adapters
 
     first, second = (
         work / "runs" / (n.replace("@", "-") if "@s" in n else f"{n}-s{seed}") / "adapter-raw"
@@ -419,7 +419,7 @@ def interpolate(work: Path, name: str, recipe: dict[str, Any], seed: int) -> Pat
 
 
 def scaled(run: Path, alpha: float) -> str:
-    from bindkit.train.lines import apply_lines
+    from bindkit.adapters.lines import apply_lines
 
     raw = run / "adapter-raw"
     if alpha == 1.0:

@@ -98,7 +98,7 @@ def report(record: dict[str, Any], out: str) -> int:
 
 
 def _lines(args: argparse.Namespace) -> int:
-    from bindkit.train.lines import apply_lines
+    from bindkit.adapters.lines import apply_lines
 
     record = apply_lines(
         args.adapter,
@@ -113,7 +113,7 @@ def _lines(args: argparse.Namespace) -> int:
 
 
 def _soup(args: argparse.Namespace) -> int:
-    from bindkit.train.soup import average_adapters
+    from bindkit.adapters.soup import average_adapters
 
     record = average_adapters(args.adapters, args.out, args.weights, overwrite=args.overwrite)
     print(json.dumps({"weights": record["weights"], "rank": record["rank"], "out": args.out}))

@@ -1361,8 +1361,8 @@ def _run(options: DemoOptions, out: Path) -> dict[str, Any]:
 def _soup(out: Path, names: list[str]) -> Path:
     """The preserved runs' raw adapters averaged (``bindkit soup``) into ``runs/preserve-soup``,
     LiNeS applied at ``LINES_ALPHA`` as for one run; returns that run directory."""
-    from bindkit.train.lines import apply_lines
-    from bindkit.train.soup import average_adapters
+    from bindkit.adapters.lines import apply_lines
+    from bindkit.adapters.soup import average_adapters
 
     soup = out / "runs" / "preserve-soup"
     sources = [out / "runs" / n / "adapter-raw" for n in names]

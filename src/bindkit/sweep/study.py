@@ -3,7 +3,7 @@
 A trial trains with :func:`bindkit.train.train_triplets` into ``DIR/trials/<key>``, where the key
 is a digest of its parameters, so a trial that is run again (a retry after a kill, or the same
 point drawn twice) finds its checkpoint or its finished run there. Each adapter — the raw one
-and one LiNeS copy per ``lines_alphas`` value (:func:`bindkit.train.lines.apply_lines`, no
+and one LiNeS copy per ``lines_alphas`` value (:func:`bindkit.adapters.lines.apply_lines`, no
 retraining) — is scored on the panel through :func:`bindkit.evaluate` (results under the
 trial's folder, the embedding cache shared). Optuna sees the raw adapter's objectives; every
 point, LiNeS ones included, enters the front in ``sweep.csv`` / ``sweep.md`` / ``sweep.png``.
@@ -184,8 +184,8 @@ class Objective:
 
     def __call__(self, trial: Any) -> tuple[float, ...]:
         from bindkit._lock import LockedError
+        from bindkit.adapters.lines import apply_lines
         from bindkit.errors import TrainingDivergedError
-        from bindkit.train.lines import apply_lines
         from bindkit.train.trainer import RAW, train_triplets
 
         config = self.config

@@ -11,8 +11,8 @@ _LAZY = {
     "train_triplets": "bindkit.train.trainer",
     "train_clusters": "bindkit.train.trainer",
     "check_inputs": "bindkit.train.trainer",
-    "apply_lines": "bindkit.train.lines",
-    "lines_factors": "bindkit.train.lines",
+    "apply_lines": "bindkit.adapters.lines",
+    "lines_factors": "bindkit.adapters.lines",
 }
 
 

@@ -269,7 +269,7 @@ class _Run:
                 config.preserve_weight,
                 config.preserve_relational,
             )
-        from bindkit.train.lora import add_lora
+        from bindkit.adapters.lora import add_lora
 
         self.model = add_lora(
             embedder.module,
@@ -561,9 +561,9 @@ class _Run:
         micro_total: int,
         train_seconds: float,
     ) -> dict[str, Any]:
+        from bindkit.adapters.lines import apply_lines, lines_factors, scale_live
+        from bindkit.adapters.lora import layer_index, lora_layers, save_adapter
         from bindkit.train.card import write_card
-        from bindkit.train.lines import apply_lines, lines_factors, scale_live
-        from bindkit.train.lora import layer_index, lora_layers, save_adapter
 
         config = self.config
         self.state.wait_for_everyone()
@@ -628,7 +628,7 @@ class _Run:
     def sweep(self, depth: int, raw: dict[str, float]) -> tuple[float, list[dict[str, float]]]:
         """Choose LiNeS α: among the αs whose val accuracy is within the tolerance of the raw
         adapter's, the best STS Spearman when an STS file is given, else the smallest α."""
-        from bindkit.train.lines import lines_factors, scale_live
+        from bindkit.adapters.lines import lines_factors, scale_live
 
         points: list[dict[str, float]] = []
         for alpha in SWEEP:

@@ -146,7 +146,7 @@ class BuiltinEmbedder(TorchEmbedder):
         self.tokenizer = Tokenizer(self.config)
         self.adapter = str(adapter) if adapter else None
         if self.adapter:
-            from bindkit.train.lora import attach_adapter
+            from bindkit.adapters.lora import attach_adapter
 
             self.model = attach_adapter(self.model, self.adapter).eval()
 

@@ -73,7 +73,7 @@ class SentenceTransformerEmbedder(TorchEmbedder):
         self.model.eval()
         self.device = str(self.model.device)
         if adapter:  # peft directly: transformers' load_adapter demands peft >= 0.22
-            from bindkit.train.lora import attach_adapter
+            from bindkit.adapters.lora import attach_adapter
 
             self.model[0].auto_model = attach_adapter(self.model[0].auto_model, adapter)
         if max_length:

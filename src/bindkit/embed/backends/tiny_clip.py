@@ -241,7 +241,7 @@ class TextTower(nn.Module):  # type: ignore[misc]
 class TinyClip(nn.Module):  # type: ignore[misc]
     """The dual encoder; ``encode_*`` return unnormalised vectors, ``logit_scale`` is log(1/T)."""
 
-    # bindkit.train.lora puts LoRA on this module itself (text.layers.N.{qkv,out}; never visual)
+    # bindkit.adapters.lora puts LoRA on this module itself (text.layers.N.{qkv,out}; never visual)
     supports_lora = True
 
     def __init__(self, config: TinyClipConfig) -> None:

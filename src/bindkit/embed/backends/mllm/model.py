@@ -174,7 +174,7 @@ class MLLMEmbedder(VideoMLLM):
                 "chat_template.jinja or chat_template.json); add one"
             )
         if adapter:
-            from bindkit.train.lora import attach_adapter
+            from bindkit.adapters.lora import attach_adapter
 
             model = attach_adapter(model, adapter)
         self.model = model.to(self.device).eval()

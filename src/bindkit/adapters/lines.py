@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from bindkit.adapters.lora import ADAPTER_WEIGHTS, layer_index, read_lora_adapter
 from bindkit.errors import BindkitError
-from bindkit.train.lora import ADAPTER_WEIGHTS, layer_index, read_lora_adapter
 
 # The deepest text stacks in use have ~100 layers; a larger L is a typo, and would only build
 # (and write to lines.json) a list of factors that long.
@@ -71,7 +71,7 @@ def apply_lines(
     Args:
         adapter: A peft adapter directory (``adapter_config.json`` + ``adapter_model.safetensors``).
         out: The new adapter directory, written whole or not at all
-            (:mod:`bindkit.train.adapter_out`); the source's other files are copied into it.
+            (:mod:`bindkit.adapters.out`); the source's other files are copied into it.
         alpha, beta: LiNeS coefficients; β defaults to 1 − α.
         num_layers: L, the depth of the model (at most :data:`MAX_LAYERS`); default: highest
             layer index in the adapter + 1.
@@ -82,8 +82,8 @@ def apply_lines(
     """
     from safetensors.torch import save_file
 
-    from bindkit.train.adapter_out import check_finite, check_out, staged
-    from bindkit.train.soup import lora_scale
+    from bindkit.adapters.out import check_finite, check_out, staged
+    from bindkit.adapters.soup import lora_scale
 
     adapter, out = Path(adapter), Path(out)
     if out.resolve() == adapter.resolve():
@@ -131,7 +131,7 @@ def scale_live(model: Any, factors: list[float] | None, alpha: float = 1.0) -> N
     peft's own ``set_scale`` (factor × the configured scale: lora_alpha/r, or lora_alpha/√r for
     rsLoRA), so the live model equals :func:`apply_lines`' adapter for either kind.
     """
-    from bindkit.train.lora import lora_layers
+    from bindkit.adapters.lora import lora_layers
 
     for name, layer in lora_layers(model):
         factor = 1.0 if factors is None else factor_for(name, factors, alpha)

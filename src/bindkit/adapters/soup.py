@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bindkit.adapters.lora import ADAPTER_WEIGHTS, read_lora_adapter
 from bindkit.errors import BindkitError
-from bindkit.train.lora import ADAPTER_WEIGHTS, read_lora_adapter
 
 SOUP_RECORD = "soup.json"
 MAX_WEIGHT = 10.0  # |wᵢ| bound: extrapolating an update tenfold is already far outside any recipe
@@ -147,7 +147,7 @@ def average_adapters(
     """Write the soup of peft LoRA ``adapters`` (same base model, same adapted modules) to
     ``out``: one adapter whose update is Σ wᵢ·ΔWᵢ, the mean by default.
 
-    ``out`` is written whole or not at all (:mod:`bindkit.train.adapter_out`); an existing
+    ``out`` is written whole or not at all (:mod:`bindkit.adapters.out`); an existing
     adapter there is replaced only with ``overwrite``. rsLoRA adapters (``use_rslora``, scale
     lora_alpha/√r) are handled: each input's scale is the one peft applies, and the soup's
     lora_alpha is set so that peft's scale of the soup is the first input's.
@@ -162,7 +162,7 @@ def average_adapters(
     """
     from safetensors.torch import save_file
 
-    from bindkit.train.adapter_out import check_finite, check_out, staged
+    from bindkit.adapters.out import check_finite, check_out, staged
 
     paths, out = [Path(a) for a in adapters], Path(out)
     if len(paths) < 2:
