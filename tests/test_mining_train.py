@@ -89,7 +89,7 @@ def test_train_clusters_parser_builds_the_config(
     import argparse
 
     import bindkit.train.trainer as trainer
-    from bindkit.cli._train_clusters import add_parser
+    from bindkit.cli.train import add_clusters_parser as add_parser
 
     seen = {}
 

@@ -27,9 +27,7 @@ def register(commands: Any) -> None:
     )
     add_arguments(triplets)
     triplets.set_defaults(handler=_triplets)
-    from bindkit.cli._train_clusters import add_parser as add_clusters
-
-    add_clusters(kinds)  # cluster InfoNCE on mined clusters (`bindkit train clusters`)
+    add_clusters_parser(kinds)  # cluster InfoNCE on mined clusters (`bindkit train clusters`)
     train.set_defaults(handler=lambda args: _usage(train))
 
     lines = commands.add_parser(
@@ -118,3 +116,26 @@ def _soup(args: argparse.Namespace) -> int:
     record = average_adapters(args.adapters, args.out, args.weights, overwrite=args.overwrite)
     print(json.dumps({"weights": record["weights"], "rank": record["rank"], "out": args.out}))
     return 0
+
+
+def add_clusters_parser(train: Any) -> None:
+    """Add ``clusters`` to the ``bindkit train`` sub-commands (flags from ClusterTrainConfig)."""
+    from bindkit.train.config import ClusterTrainConfig, add_arguments
+
+    p = train.add_parser(
+        "clusters",
+        help="LoRA finetuning with InfoNCE inside mined clusters (GradCache, multi-GPU)",
+        description="Each step: B clusters from `bindkit mine`, InfoNCE whose denominator is the "
+        "cluster, GradCache chunks, warm-up then linear decay; the same loop, flags, checkpoints "
+        "and outputs as `bindkit train triplets` (OUT/adapter-raw, OUT/adapter-lines, "
+        "OUT/model_card.md, OUT/train.json; a rerun resumes from OUT/checkpoint).",
+    )
+    add_arguments(p, ClusterTrainConfig)
+    p.set_defaults(handler=_train_clusters)
+
+
+def _train_clusters(args: argparse.Namespace) -> int:
+    from bindkit.train.config import ClusterTrainConfig, from_args
+    from bindkit.train.trainer import train
+
+    return report(train(from_args(args, ClusterTrainConfig)), args.out)
