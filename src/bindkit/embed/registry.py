@@ -390,6 +390,12 @@ def resolve_model_id(model_id: str, *, cache_dir: str | Path | None = None) -> s
             f"sentence-transformers files; write st:{model_id} to load it with mean pooling, or "
             "name another backend (see `bindkit models`)"
         )
+    if Path(model_id).expanduser().is_dir():
+        raise BindkitError(
+            f"model {model_id!r}: a local folder with no model files (no config.json, "
+            "modules.json or config_sentence_transformers.json); give the folder that holds "
+            "the checkpoint, or a backend prefix (see `bindkit models`)"
+        )
     raise BindkitError(
         f"model {model_id!r}: no backend prefix and no local copy to tell which (offline: not "
         f"a folder, not in the Hugging Face cache); write st:{model_id} (sentence-transformers), "
