@@ -248,6 +248,10 @@ def load_embedder(
     parsed = Spec.parse(spec)
     merged: dict[str, Any] = {k: _coerce(v) for k, v in parsed.options.items()}
     merged.update(options)
+    if merged.get("device") is not None:
+        from bindkit.embed.devices import check_device
+
+        check_device(str(merged["device"]))  # before the cache or any weights are opened
     if batch_size is not None:
         merged["batch_size"] = batch_size
     if cache is True:
