@@ -122,6 +122,10 @@ def _build(cell: Cell, name: str) -> None:
 # fmt: off
 SU = "soup ad/a ad/b"
 SOUP_ROWS = [
+    # issue 36: the weights before the adapters, as the usage line used to show them
+    C("i36_soup_order", "soup --weights 0.7 0.3 ad/a ad/b --out o", "adapters", 0, '"weights": [0.7, 0.3]'),
+    C("i36_soup_order_nan", "soup --weights nan 0.5 ad/a ad/b --out o", "adapters", 2, "--weights [nan, 0.5]: give finite numbers", absent=("o",)),
+    C("i36_soup_word", "soup ad/a ad/b --weights half half --out o", "adapters", 2, "--weights half: not a number", absent=("o",)),
     C("t4_su13", f"{SU} --out o", "adapters a:alpha_nan", 2, "ad/a/adapter_config.json: lora_alpha nan with r 2 gives the scale nan; a LoRA scale must be finite", absent=("o",)),
     C("t4_su14", f"{SU} --out o", "adapters a:alpha_inf", 2, "lora_alpha inf with r 2 gives the scale inf", absent=("o",)),
     C("t4_su15", f"{SU} --out o", "adapters a:alpha_big", 2, "gives the scale 5e+11; a LoRA scale must be finite and in (0, 1000]", absent=("o",)),

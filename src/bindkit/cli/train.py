@@ -7,6 +7,8 @@ import argparse
 import json
 from typing import Any
 
+from bindkit.errors import BindkitError
+
 
 def register(commands: Any) -> None:
     from bindkit.train.config import add_arguments
@@ -57,13 +59,19 @@ def register(commands: Any) -> None:
         description="Write one peft LoRA adapter whose update is the weighted mean of the "
         "adapters' updates (exact: their ranks stacked), e.g. of two training seeds.",
     )
-    soup.add_argument("adapters", nargs="+", help="peft adapter directories (two or more)")
+    soup.usage = (
+        "bindkit soup ADAPTER ADAPTER [ADAPTER ...] --out DIR [--weights W [W ...]] [--overwrite]"
+    )
+    soup.add_argument(
+        "adapters", nargs="*", metavar="ADAPTER", help="peft adapter directories (two or more)"
+    )
     soup.add_argument(
         "--weights",
-        type=float,
         nargs="+",
+        metavar="W",
         default=None,
-        help="one per adapter, each in [-10, 10], not all 0 (default: equal)",
+        help="one per adapter, each in [-10, 10], not all 0 (default: equal); the adapters "
+        "may also follow the weights",
     )
     soup.add_argument("--out", required=True, help="directory of the new adapter")
     soup.add_argument(
@@ -113,9 +121,31 @@ def _lines(args: argparse.Namespace) -> int:
 def _soup(args: argparse.Namespace) -> int:
     from bindkit.adapters.soup import average_adapters
 
-    record = average_adapters(args.adapters, args.out, args.weights, overwrite=args.overwrite)
+    weights, adapters = _split_weights(args.weights, args.adapters)
+    record = average_adapters(adapters, args.out, weights, overwrite=args.overwrite)
     print(json.dumps({"weights": record["weights"], "rank": record["rank"], "out": args.out}))
     return 0
+
+
+def _split_weights(
+    given: list[str] | None, adapters: list[str]
+) -> tuple[list[float] | None, list[str]]:
+    """``--weights 0.7 0.3 a b`` takes the adapters too (argparse gives ``--weights`` every
+    word up to the next option): the leading numbers are the weights, the rest adapters."""
+    if given is None:
+        return None, adapters
+    weights: list[float] = []
+    for index, word in enumerate(given):
+        try:
+            weights.append(float(word))
+        except ValueError:
+            if not weights:
+                raise BindkitError(
+                    f"--weights {word}: not a number; give one weight per adapter, e.g. "
+                    "--weights 0.7 0.3"
+                ) from None
+            return weights, [*given[index:], *adapters]
+    return weights, adapters
 
 
 def add_clusters_parser(train: Any) -> None:
