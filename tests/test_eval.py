@@ -16,7 +16,7 @@ from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
 from bindkit.metrics.retrieval import average_precision_dense
 from bindkit.results.report import write_report
-from bindkit.saber.build import SaberOptions, build_saber
+from bindkit.saber.build import SaberOptions, build_saber, generate_saber
 from bindkit.saber.vocab import Vocabulary
 from bindkit.tasks.saber import score_saber
 from bindkit.tasks.sts import read_sts
@@ -374,3 +374,32 @@ def test_image_pairings_on_a_tiny_multimodal_model(tmp_path: Path, tiny_qwen2_vl
         assert 0 <= record["scores"]["mcq_accuracy"] <= 1
         assert record["counts"]["gallery"] == 4 * len(rows)
     assert "I→I MCQ" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_every_result_records_the_library_versions(tmp_path: Path) -> None:
+    """Library versions beside the provenance: recorded, and not part of reuse."""
+    from importlib import metadata
+
+    from bindkit.results.store import collect
+
+    saber = tmp_path / "saber"
+    generate_saber(saber, per_n=2, n_max=3)
+    assert (
+        main(
+            [
+                "eval",
+                "-q",
+                "--no-report",
+                "--model",
+                "bow",
+                "--data",
+                str(saber),
+                "--out",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 0
+    )
+    (record,) = collect(tmp_path / "r")
+    assert record["libraries"]["numpy"] == metadata.version("numpy")
+    assert "python" in record["libraries"] and "libraries" not in record["provenance"]

@@ -174,12 +174,14 @@ def write_result(
     warn: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     from bindkit import __version__
+    from bindkit._environment import library_versions
 
     if path.is_dir():
         raise BindkitError(f"{path}: is a directory where a result file belongs; remove it")
     record = {
         "schema": SCHEMA,
         "bindkit_version": __version__,
+        "libraries": library_versions(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "provenance": provenance,
         "model": model,
