@@ -17,7 +17,8 @@ files; 7,511 pairs, 11,844 distinct texts), optionally repeated with a numbered 
 
 ``--profile`` runs bindkit once more under cProfile and prints where its time goes.
 
-Run: ``python benchmarks/bench_mine.py --sugarcrepe /work/shared/data/sugarcrepe``.
+Run: ``python benchmarks/bench_mine.py --sugarcrepe DIR`` (DIR: the SugarCrepe folder, e.g.
+``../shared/data/sugarcrepe`` beside a checkout).
 """
 
 from __future__ import annotations
@@ -121,7 +122,9 @@ def run_together(
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sugarcrepe", type=Path, default=Path("/work/shared/data/sugarcrepe"))
+    parser.add_argument(
+        "--sugarcrepe", type=Path, required=True, help="the SugarCrepe folder (its JSON files)"
+    )
     parser.add_argument("--pairs", type=int, default=None, help="repeat rows up to this many")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--profile", action="store_true")

@@ -1,11 +1,14 @@
-"""Draw the sample contact sheet in docs/images/ (procedural renderer, shapes vocabulary).
+"""Draw the sample contact sheet (procedural renderer, shapes vocabulary).
 
-Run: ``python benchmarks/render_samples.py``. Rows: one MCQ each at N = 2, 4, 7 and 10 (query and
-its four candidates, flips applied as on disk); the captions are printed for the README.
+Run: ``python benchmarks/render_samples.py`` (writes ``benchmarks/out/saber-shapes-sample.png``);
+``--out docs/images/saber-shapes-sample.png`` refreshes the README's copy on purpose. Rows: one
+MCQ each at N = 2, 4, 7 and 10 (query and its four candidates, flips applied as on disk); the
+captions are printed for the README.
 """
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 from pathlib import Path
 
@@ -14,12 +17,16 @@ from bindkit.saber.io import read_saber
 from bindkit.saber.render.procedural import ProceduralBackend
 from bindkit.saber.render.run import render_saber
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "images" / "saber-shapes-sample.png"
+OUT = Path(__file__).resolve().parent / "out" / "saber-shapes-sample.png"  # scratch, not tracked
 ROLES = ("query", "1 preserving", "2 attr swap", "3 obj swap", "4 joint swap")
 
 
 def main() -> None:
     from PIL import Image, ImageDraw
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"the PNG to write (default {OUT})")
+    target: Path = parser.parse_args().out
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "saber"
@@ -41,9 +48,9 @@ def main() -> None:
                 draw.text((c * tile + 6, top + 5), f"{mcq.id} {ROLES[c]}", fill="black")
             for item in mcq.items:
                 print(f"{item.id}: {item.generation_text}")
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        sheet.save(OUT, optimize=True)
-    print(f"wrote {OUT}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        sheet.save(target, optimize=True)
+    print(f"wrote {target}")
 
 
 if __name__ == "__main__":
