@@ -1326,6 +1326,18 @@ S31_ROWS = [
     C("s31_dm02", "demo finetune --out d --soup nan", "", 2, "invalid int value: 'nan'", absent=("d",)),
 ]
 
+# issue 36: several tasks in one eval (`--task A --task B` used to run only B, silently)
+TWO = "eval -q --no-report --model bow --task sts --task triplets"
+I36_ROWS = [
+    C("i36_tasks", f"{TWO} --data sts/good.tsv --data trip/good.jsonl --out r", ("sts:good.tsv", "trip:good.jsonl"), 0, "| sts good (sts/good.tsv) T→T spearman | triplets good (trip/good.jsonl) T→T triplet_accuracy |"),
+    C("i36_tasks_comma", "eval -q --no-report --model bow --task sts,triplets --data sts/good.tsv --data trip/good.jsonl --out r", ("sts:good.tsv", "trip:good.jsonl"), 0, "triplets good"),
+    C("i36_tasks_one_data", f"{TWO} --data sts/good.tsv --out r", "sts:good.tsv", 2, "--data: given 1 times for 2 tasks; give one per task", absent=("r",)),
+    C("i36_tasks_twice", "eval -q --model bow --task sts --task sts --out r", "", 2, "--task sts: given twice", absent=("r",)),
+    C("i36_tasks_option", f"{TWO} --task-option k=v --out r", "", 2, "--task-option: a setting of one task", absent=("r",)),
+    C("i36_tasks_unknown", "eval -q --model bow --task sts --task nope --out r", "", 2, "--task 'nope': unknown task", absent=("r",)),
+    C("i36_one_task_two_data", f"{EVAL} --task sts --data sts/good.tsv --data sts/good.tsv --out r", "sts:good.tsv", 2, "--data: given 2 times for one task", absent=("r",)),
+]
+
 TOP_ROWS = [
     C("top01", "", "", 2, "usage: bindkit"),
     C("top02", "evall --model bow", "", 2, "invalid choice: 'evall'"),
@@ -1364,6 +1376,7 @@ ROWS: list[Case] = [
     *S28_ROWS,
     *S29_ROWS,
     *S31_ROWS,
+    *I36_ROWS,
 ]
 INPUTS = ("saber", "vocab", "trip", "sts", "synth", "a", "b", "d2", "big.jsonl", "c.sqlite", "ad")
 

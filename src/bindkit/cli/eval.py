@@ -30,7 +30,14 @@ def register(commands: Any) -> None:
         metavar="SPEC",
         help="model spec, repeatable (see `bindkit models`), e.g. st:default",
     )
-    ev.add_argument("--task", default="saber", help=f"default saber. {_task_help()}")
+    ev.add_argument(
+        "--task",
+        action="append",
+        default=None,
+        metavar="TASK",
+        help="repeatable, or a comma list (--task sts --task triplets); default saber. "
+        f"{_task_help()}",
+    )
     ev.add_argument(
         "--task-option",
         action="append",
@@ -40,9 +47,11 @@ def register(commands: Any) -> None:
     )
     ev.add_argument(
         "--data",
+        action="append",
         default=None,
-        help="the task's files as published (a file or folder); default: $BINDKIT_DATA/<task "
-        "folder>, or SABER's default set generated in memory",
+        help="the task's files as published (a file or folder); with several tasks, once per "
+        "task in their order, or not at all; default: $BINDKIT_DATA/<task folder>, or SABER's "
+        "default set generated in memory",
     )
     ev.add_argument(
         "--image-root",
@@ -134,29 +143,69 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def task_plan(
+    tasks: list[str] | None, data: list[str] | None, options: dict[str, str], subsets: str | None
+) -> list[tuple[str, str | None]]:
+    """``(task, data)`` per task to run: ``--task`` repeated or comma-listed (in order, each
+    once), ``--data`` once per task or not at all. Task options and subsets name one task's
+    settings, so they need a single task."""
+    from bindkit.errors import BindkitError
+
+    names = [n.strip() for t in (tasks or ["saber"]) for n in t.split(",") if n.strip()]
+    if not names:
+        raise BindkitError("--task: empty; name a task (see `bindkit eval --help`)")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise BindkitError(f"--task {repeated[0]}: given twice; name each task once")
+    given = data or []
+    if len(names) == 1:
+        if len(given) > 1:
+            raise BindkitError(f"--data: given {len(given)} times for one task; give it once")
+        return [(names[0], given[0] if given else None)]
+    if given and len(given) != len(names):
+        raise BindkitError(
+            f"--data: given {len(given)} times for {len(names)} tasks; give one per task, in "
+            "the order of --task, or none"
+        )
+    for option, value in (("--task-option", options), ("--subsets", subsets)):
+        if value:
+            raise BindkitError(
+                f"{option}: a setting of one task; run `bindkit eval` once per task to use it "
+                f"(tasks: {', '.join(names)})"
+            )
+    if not given:
+        return [(name, None) for name in names]
+    return [(name, path) for name, path in zip(names, given, strict=True)]
+
+
 def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[str, Any]]:
     from bindkit.evaluation import evaluate
     from bindkit.results.instructions import read_instructions
     from bindkit.tasks.base import get_task
 
+    plan = task_plan(args.task, args.data, options, args.subsets)
+    tasks = [get_task(name, options) if options else get_task(name) for name, _ in plan]
     instructions = None if args.instructions is None else read_instructions(args.instructions)
-    return evaluate(
-        args.model,
-        task=get_task(args.task, options) if options else args.task,
-        data=args.data,
-        pairings=args.pairings,
-        subsets=args.subsets,
-        out=args.out,
-        overwrite=args.overwrite,
-        query_instruction=args.query_instruction,
-        image_root=args.image_root,
-        batch_size=args.batch_size,
-        cache=not args.no_cache,
-        report=not args.no_report,
-        verbose=not args.quiet,
-        allow_missing_images=args.allow_missing_images,
-        instructions=instructions,
-    )
+    records: list[dict[str, Any]] = []
+    for index, (task, (_name, data)) in enumerate(zip(tasks, plan, strict=True)):
+        records += evaluate(
+            args.model,
+            task=task,
+            data=data,
+            pairings=args.pairings,
+            subsets=args.subsets,
+            out=args.out,
+            overwrite=args.overwrite,
+            query_instruction=args.query_instruction,
+            image_root=args.image_root,
+            batch_size=args.batch_size,
+            cache=not args.no_cache,
+            report=not args.no_report and index == len(plan) - 1,  # one report over them all
+            verbose=not args.quiet,
+            allow_missing_images=args.allow_missing_images,
+            instructions=instructions,
+        )
+    return records
 
 
 def _report(args: argparse.Namespace) -> int:
