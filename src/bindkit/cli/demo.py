@@ -10,6 +10,8 @@ from bindkit.errors import BindkitError
 
 
 def register(commands: Any) -> None:
+    from bindkit.demo import finetune as recipe  # the defaults the help shows (no torch import)
+
     demo = commands.add_parser("demo", help="one-command demonstrations")
     kinds = demo.add_subparsers(title="demos", metavar="DEMO")
     finetune = kinds.add_parser(
@@ -53,22 +55,21 @@ def register(commands: Any) -> None:
         "--preserve-weight",
         type=float,
         default=None,
-        help="st:default: distillation weight (default: the recipe's, "
-        "bindkit.demo.finetune.PRESERVE_WEIGHT)",
+        help=f"st:default: distillation weight (default: the recipe's, {recipe.PRESERVE_WEIGHT:g})",
     )
     finetune.add_argument(
         "--plain",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="also train without preservation, the comparison row (default: "
-        "bindkit.demo.finetune.PLAIN)",
+        f"{'--plain' if recipe.PLAIN else '--no-plain'})",
     )
     finetune.add_argument(
         "--soup",
         type=int,
         default=None,
         help="preserved runs (seeds SEED, SEED+1, ...) averaged into the adapter "
-        "(default: bindkit.demo.finetune.SOUP)",
+        f"(default: {recipe.SOUP})",
     )
     finetune.add_argument("--seed", type=int, default=0, help="seed of data and training")
     finetune.add_argument("-q", "--quiet", action="store_true", help="no progress output")

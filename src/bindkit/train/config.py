@@ -397,8 +397,14 @@ def add_arguments(
         if kind is bool:
             if f.default is True:
                 negative = f.metadata.get("negative", f"do not {help_text}")
+                # -q/--quiet: the one quiet flag of every other command, here too
+                quiet = ("-q", "--quiet") if f.name == "progress" else ()
                 parser.add_argument(
-                    f"--no-{_flag(f.name)}", dest=f.name, action="store_false", help=negative
+                    *quiet,
+                    f"--no-{_flag(f.name)}",
+                    dest=f.name,
+                    action="store_false",
+                    help=negative,
                 )
             else:
                 parser.add_argument(flag, dest=f.name, action="store_true", help=help_text)
