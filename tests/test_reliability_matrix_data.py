@@ -92,13 +92,26 @@ def server() -> Iterator[str]:
     httpd.server_close()
 
 
+@pytest.fixture(scope="module")
+def silent_tls() -> Iterator[str]:
+    """An https address whose TCP handshake completes (the kernel's backlog) and whose TLS
+    handshake never does: the listening socket is never accepted from."""
+    import socket
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    yield f"https://127.0.0.1:{listener.getsockname()[1]}"
+    listener.close()
+
+
 def _point_fetch_at(monkeypatch: pytest.MonkeyPatch, server: str, mode: str) -> None:
     from bindkit.fetch import download
     from bindkit.fetch.sources import SOURCES, Url
 
     real = SOURCES["roxford5k"]
     parts = tuple(
-        dataclasses.replace(p, url=f"{server}/{mode}/{NAME}")
+        dataclasses.replace(p, url=f"{server}/{mode}/{NAME}" if mode else f"{server}/{NAME}")
         if isinstance(p, Url) and not p.images
         else p
         for p in real.parts
@@ -301,6 +314,7 @@ SITE_ROWS = [
 ]
 FETCH_ROWS = [  # the route each row's plan points at: FETCH_MODES
     C("t4_fe03", FE, "", 2, "no answer within 1 s", absent=("d",)),
+    C("t4_fe21", FE, "", 2, "no answer within 1 s", absent=("d",)),  # https: TLS never answered
     C("t4_fe05", FE, "", 2, "the server sent an HTML page, not gnd_roxford5k.pkl; the download was removed", absent=("d",)),
     C("t4_fe06", FE, "", 2, "too slow (", absent=(f"d/{NAME}",)),
     C("t4_fe11", "fetch roxford5k --no-images --to imm -q", "imm", 2, "imm/gnd_roxford5k.pkl.part: operation not permitted"),
@@ -389,7 +403,10 @@ def test_matrix_row(
     if case in FETCH_ROWS:
         server = request.getfixturevalue("server")
         _FETCH_URL[0] = f"{server}/ok/{NAME}"
-        _point_fetch_at(monkeypatch, server, FETCH_MODES.get(case.id, "ok"))
+        if case.id == "t4_fe21":
+            _point_fetch_at(monkeypatch, request.getfixturevalue("silent_tls"), "")
+        else:
+            _point_fetch_at(monkeypatch, server, FETCH_MODES.get(case.id, "ok"))
     check_outcome(case, run_case(case, cell, monkeypatch))
     if case.id in AFTER:
         AFTER[case.id](cell)
