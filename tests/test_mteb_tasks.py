@@ -100,7 +100,9 @@ def test_get_task_finds_registered_saber_tasks() -> None:
 
 def test_triplets_in_mteb(tmp_path: Path) -> None:
     """Reranking of (positive, negative): triplet_accuracy counts a tie wrong like bindkit;
-    mteb's accuracy lets trec_eval's reverse id order ("-positive" after "-negative") win it."""
+    mteb's accuracy (Recall@1) breaks the tie by trec_eval's document order, which differs
+    between pytrec_eval-terrier releases (0.5.11 ranks "-negative" first: the tie is lost), so
+    only bindkit's own score is pinned exactly."""
     rows = [
         {"query": "red cube", "positive": "a red cube", "negative": "a blue kite"},
         {"query": "red cube", "positive": "cube red", "negative": "red cube"},  # bow tie
@@ -117,7 +119,8 @@ def test_triplets_in_mteb(tmp_path: Path) -> None:
         (task.metadata.name, "default")
     ]
     assert row["main_score"] == ours["triplet_accuracy"] == pytest.approx(1 / 3)
-    assert row["accuracy"] == pytest.approx(2 / 3, abs=1e-5)
+    tie_won, tie_lost = 2 / 3, 1 / 3  # the one tied row, by trec_eval's order
+    assert min(abs(row["accuracy"] - tie_won), abs(row["accuracy"] - tie_lost)) < 1e-5
 
 
 def test_nested_relevance_is_bindkits(small_saber: Path) -> None:
