@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.tasks._pairs import read_parquet_rows
+from bindkit.tasks._files import read_parquet_rows
 from bindkit.tasks.mmeb import META_TASKS
 
 Kind = Literal["text", "image", "video", "page"]

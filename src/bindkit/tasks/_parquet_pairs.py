@@ -16,13 +16,9 @@ from bindkit._io import sha256_file
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.results.tables import Table
-from bindkit.tasks._pairs import (
-    PairItem,
-    decode_image,
-    evaluate_pairs,
-    read_parquet_rows,
-    tag_tables,
-)
+from bindkit.tasks._files import read_parquet_rows
+from bindkit.tasks._images import decode_image
+from bindkit.tasks._pairs import PairItem, evaluate_pairs, tag_tables
 from bindkit.tasks.base import Dataset, EvalContext, Task
 
 SPLIT_NAMES = ("train", "validation", "valid", "val", "test")

@@ -243,14 +243,28 @@ def parse_pairings(value: str | list[str] | None) -> list[str] | None:
 _REGISTRY: dict[str, type[Task]] | None = None
 
 
-def _scan() -> dict[str, type[Task]]:
+def task_modules() -> list[str]:
+    """The modules of ``bindkit.tasks`` that may hold tasks, family folders included, in the
+    order of their own names (``pairs.aro`` before ``instance.ilias``), so the registry lists the
+    tasks as it did before the families; a name starting with ``_`` is a shared helper."""
     import bindkit.tasks as package
 
-    found: dict[str, type[Task]] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name == "base":
+    def fail(name: str) -> None:  # a family folder that does not import is an error, not absent
+        raise ImportError(f"bindkit.tasks: cannot import {name}")
+
+    names = []
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.", onerror=fail):
+        parts = info.name.split(".")[2:]
+        if info.ispkg or parts == ["base"] or any(p.startswith("_") for p in parts):
             continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        names.append(info.name)
+    return sorted(names, key=lambda name: name.rsplit(".", 1)[-1])
+
+
+def _scan() -> dict[str, type[Task]]:
+    found: dict[str, type[Task]] = {}
+    for name in task_modules():
+        module = importlib.import_module(name)
         for value in vars(module).values():
             if (
                 isinstance(value, type)

@@ -29,7 +29,7 @@ from bindkit.errors import DataFormatError
 from bindkit.metrics.pairwise import hit_at_1
 from bindkit.results.tables import Table, label, pct
 from bindkit.tasks import _images
-from bindkit.tasks._pairs import read_parquet_rows
+from bindkit.tasks._files import read_parquet_rows
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 
 META_TASKS: dict[str, tuple[str, ...]] = {

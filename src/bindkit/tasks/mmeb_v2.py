@@ -62,8 +62,8 @@ from bindkit.embed.protocol import Embedder, Role
 from bindkit.embed.video import VideoRef, require_video
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.results.tables import Table, label, pct
+from bindkit.tasks._images import decode_image
 from bindkit.tasks._mmeb_v2_data import SOURCES, Input, Query, Split
-from bindkit.tasks._pairs import decode_image
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 from bindkit.tasks.mmeb import META_TASKS
 
