@@ -1,5 +1,8 @@
-"""Shared by Winoground, ColorSwap and BiVLC: two captions and two images per item, scored
-with the Winoground text / image / group scores (Thrush et al., CVPR 2022), strict comparisons.
+"""What the caption-choice tasks share.
+
+Winoground, ColorSwap and BiVLC (:class:`PairsTask`): two captions and two images per item,
+scored with the Winoground text / image / group scores (Thrush et al., CVPR 2022), strict
+comparisons.
 
 With s(c, i) the similarity of caption c and image i:
 
@@ -8,13 +11,16 @@ With s(c, i) the similarity of caption c and image i:
 - group: both.
 
 Images are embedded with role "query" and captions with role "document", as in SugarCrepe.
+
+SugarCrepe and ARO's VG subsets: one image, a positive and a negative caption, correct when the
+positive scores strictly above (:func:`prefers_positive`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -22,6 +28,9 @@ from bindkit.embed.images import ImageInput
 from bindkit.embed.protocol import Embedder
 from bindkit.metrics.pairwise import beats, rowdot
 from bindkit.results.tables import Table, as_dict, label, pct
+from bindkit.tasks.base import EvalContext, Task
+
+COCO = "COCO val2017 images (http://images.cocodataset.org/zips/val2017.zip)"
 
 
 @dataclass(frozen=True)
@@ -101,3 +110,36 @@ def tag_tables(task: str, what: str, records: list[dict[str, Any]]) -> list[Tabl
             Table(f"{task} ({data_name}) scores per {what} (%)", ["model", "score", *tags], rows)
         )
     return tables
+
+
+def prefers_positive(images: np.ndarray, positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """Per item: s(image, positive) > s(image, negative), strictly."""
+    return beats(rowdot(images, positive), rowdot(images, negative), "wrong")
+
+
+class PairsTask(Task):
+    """A benchmark of two captions × two images per item: Winoground's scores, by tag."""
+
+    tag_label: ClassVar[str] = "tag"  # what the data's tags are, in the per-tag table's title
+
+    def score_items(
+        self,
+        embedder: Embedder,
+        items: Sequence[PairItem],
+        images: tuple[Sequence[ImageInput], Sequence[ImageInput]],
+        subset: str,
+        ctx: EvalContext,
+    ) -> dict[str, Any]:
+        """:func:`evaluate_pairs` with this task's instructions for ``subset``."""
+        return evaluate_pairs(
+            embedder,
+            items,
+            images,
+            self.query_instruction(subset, ctx),
+            self.document_instruction(subset, ctx),
+        )
+
+    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
+        """Text, image and group scores per tag (Winoground's Object / Relation / Both, BiVLC's
+        types), where the data has tags."""
+        return tag_tables(self.metadata.name, self.tag_label, records)

@@ -28,10 +28,10 @@ from bindkit.metrics.pairwise import beats, rowdot
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.pairs._base import COCO
 
 SUBSETS = ("replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
 FIELDS = ("filename", "caption", "caption2", "negative_caption")
-COCO = "COCO val2017 images (http://images.cocodataset.org/zips/val2017.zip)"
 
 
 @dataclass(frozen=True)
