@@ -68,7 +68,7 @@ def run_st(model_path: str, train: Path, out: Path, batch: int, device: str, lor
     )
     from sentence_transformers.losses import TripletDistanceMetric, TripletLoss
 
-    from bindkit.tasks.triplets import read_triplets
+    from bindkit.tasks.text.triplets import read_triplets
     from bindkit.train.lora import TARGET_MODULES
 
     rows = read_triplets(train)
