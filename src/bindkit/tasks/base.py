@@ -64,6 +64,9 @@ class TaskMetadata:
             headline and in the per-benchmark table.
         averaged: The benchmark reports the mean over its subsets (MMEB's overall score): the
             overview shows that mean; otherwise it shows each subset in its own column.
+        fetchable: ``bindkit fetch NAME`` has a download plan for it (:mod:`bindkit.fetch.
+            sources`), so a missing-data error names that command. Declared here, and checked
+            against the plans by a test, so that tasks never import the fetch layer above them.
     """
 
     name: str
@@ -83,6 +86,7 @@ class TaskMetadata:
     version: int = 1
     scores: tuple[str, ...] = field(default=())
     averaged: bool = False
+    fetchable: bool = False
 
     def __post_init__(self) -> None:
         if self.ties not in ("wrong", "correct", "share"):
@@ -347,7 +351,7 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
     """``--data`` if given, else ``$BINDKIT_DATA/<data_dir>``; None for a task that has a
     built-in set. A missing path is one line naming the expected path and the publisher."""
     where = f"; {meta.name} is published at {meta.published}" if meta.published else ""
-    if _fetchable(meta):
+    if meta.fetchable:
         where += f"; `bindkit fetch {meta.name}` downloads it"
     if data is None and meta.data_dir is not None:
         root = os.environ.get(DATA_ENV)
@@ -365,9 +369,3 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
     if not path.exists():
         raise BindkitError(f"--data {path}: not found; expected {meta.data_help}{where}")
     return path
-
-
-def _fetchable(meta: TaskMetadata) -> bool:
-    from bindkit.fetch.sources import SOURCES
-
-    return meta.name in SOURCES

@@ -134,6 +134,7 @@ def _meta(name: str, city: str) -> TaskMetadata:
         published=PUBLISHED,
         data_dir=name,
         data_help=f"the folder of gnd_{name}.pkl and jpg/",
+        fetchable=True,
     )
 
 

@@ -97,6 +97,7 @@ class MMEB(MMEBTask):
         "images.zip)",
         data_dir="mmeb",
         data_help="the MMEB-eval folder of <subset>/*.parquet (pip install 'bindkit[benchmarks]')",
+        fetchable=True,
     )
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:

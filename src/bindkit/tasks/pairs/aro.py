@@ -149,6 +149,7 @@ class ARO(Task):
         data_help="the folder of visual_genome_relation.json, visual_genome_attribution.json, "
         "images/, and for the order subsets coco_karpathy_test.json with val2014/ and "
         "flickr30k_test.json with flickr30k-images/ (any of them)",
+        fetchable=True,
     )
 
     def __init__(self, order_seed: int = order.DEFAULT_SEED) -> None:

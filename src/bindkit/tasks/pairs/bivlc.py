@@ -36,6 +36,7 @@ class BiVLC(ParquetPairsTask):
         data_dir="bivlc",
         data_help="the parquet file or the folder holding it (pip install 'bindkit[benchmarks]')",
         subsets=("test",),
+        fetchable=True,
     )
     columns = COLUMNS
     tag = "type"

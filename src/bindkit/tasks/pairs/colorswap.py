@@ -36,5 +36,6 @@ class ColorSwap(ParquetPairsTask):
         data_dir="colorswap",
         data_help="the parquet file or the folder holding it (pip install 'bindkit[benchmarks]')",
         subsets=("test",),
+        fetchable=True,
     )
     columns = COLUMNS

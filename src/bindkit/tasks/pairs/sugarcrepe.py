@@ -80,6 +80,7 @@ class SugarCrepe(Task):
         published="https://github.com/RAIVNLab/sugar-crepe (data/*.json)",
         data_dir="sugarcrepe",
         data_help="the folder of add_att.json ... swap_obj.json",
+        fetchable=True,
     )
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:

@@ -75,6 +75,7 @@ class SugarCrepePP(Task):
         published="https://github.com/Sri-Harsha/scpp (data/*.json)",
         data_dir="sugarcrepe_pp",
         data_help="the folder of replace_att.json ... swap_obj.json",
+        fetchable=True,
     )
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:

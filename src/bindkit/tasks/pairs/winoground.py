@@ -38,6 +38,7 @@ class Winoground(PairsTask):
         published="https://huggingface.co/datasets/facebook/winoground (data/)",
         data_dir="winoground",
         data_help="the folder of examples.jsonl and images/",
+        fetchable=True,
     )
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:

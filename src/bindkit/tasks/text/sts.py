@@ -97,6 +97,7 @@ class STSTask(TextFileTask):
         license="SICK: CC BY-NC-SA 3.0",
         published="https://github.com/brmson/dataset-sts (data/sts/sick2014)",
         data_help="a SICK/CSV/TSV/JSONL file of scored pairs",
+        fetchable=True,
     )
 
     needs = "FILE (SICK, CSV, TSV or JSONL)"
