@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from bindkit.tasks import _aro_order as order
+from bindkit.tasks.pairs import _aro_order as order
 
 DATA = next(
     (

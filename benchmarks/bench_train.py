@@ -69,7 +69,7 @@ def run_st(model_path: str, train: Path, out: Path, batch: int, device: str, lor
     from sentence_transformers.losses import TripletDistanceMetric, TripletLoss
 
     from bindkit.adapters.lora import TARGET_MODULES
-    from bindkit.tasks.triplets import read_triplets
+    from bindkit.tasks.text.triplets import read_triplets
 
     rows = read_triplets(train)
     data = datasets.Dataset.from_dict(

@@ -19,7 +19,7 @@ from bindkit.results.report import write_report
 from bindkit.saber.build import SaberOptions, build_saber, generate_saber
 from bindkit.saber.vocab import Vocabulary
 from bindkit.tasks.saber import score_saber
-from bindkit.tasks.sts import read_sts
+from bindkit.tasks.text.sts import read_sts
 
 SICK = SHARED_DATA / "sick2014" / "SICK_trial.txt"
 
@@ -221,7 +221,7 @@ def test_provenance_holds_data_hash_and_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Changing the data's content or an option makes the stored result stale."""
-    from bindkit.tasks.triplets import TripletTask
+    from bindkit.tasks.text.triplets import TripletTask
 
     calls = _count_evaluations(monkeypatch, TripletTask)
     data = tmp_path / "t.jsonl"
@@ -245,7 +245,7 @@ def test_eval_recomputes_after_a_text_data_file_is_edited_in_place(
 ) -> None:
     """Same path (so the same result file), same model and options, other content: only the
     data's sha256 in the provenance tells the stored result is stale."""
-    from bindkit.tasks.triplets import TripletTask
+    from bindkit.tasks.text.triplets import TripletTask
 
     calls = _count_evaluations(monkeypatch, TripletTask)
     data, out = tmp_path / "t.jsonl", tmp_path / "r"

@@ -197,7 +197,7 @@ def test_synth_export_has_every_split_and_variant_equal_to_its_file(
 
 def test_synth_read_back_is_the_split_set_byte_for_byte(synth_run: Path, synth_hf: Path) -> None:
     from bindkit.synth.splits import verify_splits
-    from bindkit.tasks.triplets import read_triplets
+    from bindkit.tasks.text.triplets import read_triplets
 
     train = local_path(f"{synth_hf}:no_overlap/train")
     assert train.name == "train.jsonl" and train.parent.name == "no_overlap"

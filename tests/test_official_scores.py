@@ -256,7 +256,7 @@ def test_aro_crops_the_stored_pixels_as_the_original(tmp_path: Path) -> None:
 
 
 def test_revisited_query_crop_uses_the_stored_pixels(tmp_path: Path) -> None:
-    from bindkit.tasks.revisited import _crop
+    from bindkit.tasks.instance._base import crop as _crop
 
     _rotated_jpeg(tmp_path / "q.jpg")
     crop = np.asarray(_crop(tmp_path / "q.jpg", [0, 0, 10, 10], "q"), np.float32)

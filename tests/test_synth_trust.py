@@ -198,7 +198,7 @@ def test_an_id_crossing_splits_is_a_leak(split_run: Path, tmp_path: Path) -> Non
 def test_eval_refuses_a_leaking_split_file(split_run: Path, tmp_path: Path) -> None:
     import shutil
 
-    from bindkit.tasks.triplets import TripletTask
+    from bindkit.tasks.text.triplets import TripletTask
 
     copy = tmp_path / "leak"
     shutil.copytree(split_run, copy)
@@ -222,7 +222,7 @@ def test_validate_needs_a_file_or_a_split_set(capsys: pytest.CaptureFixture[str]
 def test_train_reads_its_data_through_the_split_set_check(split_run: Path, tmp_path: Path) -> None:
     import shutil
 
-    from bindkit.tasks import triplets
+    from bindkit.tasks.text import triplets
     from bindkit.train.config import TrainConfig
     from bindkit.train.trainer import check_inputs
 

@@ -246,7 +246,7 @@ def test_a_listed_positive_outside_imlist_is_refused(
     tmp_path: Path, positives: list[float], shown: str
 ) -> None:
     from bindkit.errors import DataFormatError
-    from bindkit.tasks.instre import read_gnd
+    from bindkit.tasks.instance.instre import read_gnd
 
     root = tmp_path / "instre"
     _write_release(root)

@@ -339,7 +339,7 @@ def test_cli_with_builtin_tiny_clip_equals_the_compute_ap_loop(tmp_path: Path) -
     assert got != pytest.approx(_compute_ap_cpp(positives, {"all_souls_000005"}, other), abs=1e-3)
 
 
-# -- query boxes (bindkit.tasks._boxes): refused in one line, or clipped to the image ----------
+# -- query boxes (bindkit.tasks.instance._boxes): refused in one line, or clipped to the image
 
 
 @pytest.mark.parametrize(
@@ -394,7 +394,7 @@ def test_a_box_past_the_edge_is_clipped_to_the_image(tmp_path: Path, box: str) -
 
 def test_the_crop_inside_the_image_is_pils_and_past_the_edge_stops_there(tmp_path: Path) -> None:
     pil = pytest.importorskip("PIL.Image")
-    from bindkit.tasks.revisited import _crop
+    from bindkit.tasks.instance._base import crop as _crop
 
     rng = np.random.default_rng(0)
     path = tmp_path / "q.jpg"

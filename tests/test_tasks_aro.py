@@ -13,7 +13,7 @@ import pytest
 from _per_query import mean_is_score
 from bindkit.errors import BindkitError
 from bindkit.evaluation import evaluate
-from bindkit.tasks.aro import SYMMETRIC, macro_accuracy
+from bindkit.tasks.pairs.aro import SYMMETRIC, macro_accuracy
 
 
 def test_macro_averages_follow_the_original() -> None:

@@ -16,8 +16,8 @@ import pytest
 from _fakes import TableEmbedder
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
-from bindkit.tasks import _aro_order as order
-from bindkit.tasks.aro import ARO
+from bindkit.tasks.pairs import _aro_order as order
+from bindkit.tasks.pairs.aro import ARO
 
 CAPTIONS = [
     "A red car parked near a tall building.",

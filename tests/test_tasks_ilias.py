@@ -17,7 +17,7 @@ from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
 from bindkit.metrics.ilias import ap_at_k, mean_ap_at_k
 from bindkit.tasks.base import EvalContext
-from bindkit.tasks.ilias import Ilias, IliasFine, fine_classes, query_box
+from bindkit.tasks.instance.ilias import Ilias, IliasFine, fine_classes, query_box
 
 
 # -- the official code, verbatim (only `self.gt[instance]` became the `gt` argument) ---------
@@ -434,7 +434,7 @@ def test_the_box_check_sees_the_photo_as_exif_turns_it(tmp_path: Path) -> None:
     """The crop is cut from the EXIF-oriented photo (as the official dataset loads it), so a
     box is inside or outside that picture, not the stored pixels."""
     pil = pytest.importorskip("PIL.Image")
-    from bindkit.tasks.ilias import check_query_boxes, crop_query
+    from bindkit.tasks.instance.ilias import check_query_boxes, crop_query
 
     query = tmp_path / "obj" / "query" / "Q000_00.jpg"
     query.parent.mkdir(parents=True)

@@ -9,8 +9,8 @@ import pytest
 
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
-from bindkit.tasks.sts import read_sts
-from bindkit.tasks.triplets import read_triplets
+from bindkit.tasks.text.sts import read_sts
+from bindkit.tasks.text.triplets import read_triplets
 
 HEADER = "sentence_A\tsentence_B\trelatedness_score\n"
 

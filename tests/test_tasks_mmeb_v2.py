@@ -392,7 +392,7 @@ def official_scores(
 def vlm2vec_video(
     model: ColourWords, root: Path, name: str, rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    from bindkit.tasks._mmeb_v2_data import video_labels
+    from bindkit.tasks.mmeb._mmeb_v2_data import video_labels
 
     labels = video_labels(name) if name in ("UCF101", "Breakfast", "K700") else []
     queries, corpus, eval_type = official_prepare(name, rows, labels)
@@ -594,7 +594,7 @@ def test_visdoc_ndcg_equals_vlm2vecs_scoring(tmp_path: Path) -> None:
 
 
 def test_ndcg_linear_matches_the_definition_on_graded_labels() -> None:
-    from bindkit.tasks.mmeb_v2 import ndcg_linear_at_k
+    from bindkit.tasks.mmeb.mmeb_v2 import ndcg_linear_at_k
 
     prediction = ["d", "a", "x", "b", "y", "c"]
     got = ndcg_linear_at_k(prediction, ["a", "b", "c"], [2, 1, 3], 5)
@@ -811,7 +811,7 @@ def other_video_fixture(root: Path) -> dict[str, Any]:
             cands.setdefault(o, ("text", o, ""))
     out["NExTQA"] = (queries, cands, "local")
     # MVBench: 20 configs concatenated, lettered candidates
-    from bindkit.tasks._mmeb_v2_data import MVBENCH_SUBSETS
+    from bindkit.tasks.mmeb._mmeb_v2_data import MVBENCH_SUBSETS
 
     queries, cands = [], {}
     for i, subset in enumerate(MVBENCH_SUBSETS):
@@ -1000,7 +1000,7 @@ def test_moment_candidates_and_answer_follow_os_listdir(
 ) -> None:
     """VLM2Vec lists the clip folders with ``os.listdir`` and takes the last ``positive*`` one
     as the answer; a listing that is not in name order shows it."""
-    from bindkit.tasks._mmeb_v2_data import SOURCES
+    from bindkit.tasks.mmeb._mmeb_v2_data import SOURCES
 
     source = SOURCES["QVHighlight"]
     _parquet(
@@ -1355,7 +1355,7 @@ def test_vidore_v2_english_views_filter_the_queries_and_run_only_when_named(tmp_
 def test_ndcg_linear_cuts_the_binary_ideal_at_k() -> None:
     """More relevant candidates than k (7 labels, k = 5): the ideal DCG is that of k hits, as
     the official ``ndcg_at_k``'s ``[1] * min(len(label_set), k)``."""
-    from bindkit.tasks.mmeb_v2 import ndcg_linear_at_k
+    from bindkit.tasks.mmeb.mmeb_v2 import ndcg_linear_at_k
 
     labels = [f"d{i}" for i in range(7)]
     prediction = ["x", "d0", "d1", "y", "d2", "d3", "d4", "d5", "d6"]
@@ -1385,7 +1385,7 @@ def _labels_the_set_reorders() -> list[str]:
 def test_graded_ndcg_is_intended_by_default_and_the_leaderboards_on_request() -> None:
     """D2: with graded labels the default pairs each page with its own grade (``ndcg_at_k`` as
     documented); ``ndcg=leaderboard`` gives the official evaluate()'s value in this process."""
-    from bindkit.tasks.mmeb_v2 import MMEBV2, leaderboard_labels, ndcg_linear_at_k
+    from bindkit.tasks.mmeb.mmeb_v2 import MMEBV2, leaderboard_labels, ndcg_linear_at_k
 
     labels = _labels_the_set_reorders()
     grades = [4.0, 3.0, 2.0, 1.0]
@@ -1412,7 +1412,7 @@ def test_the_ndcg_option_is_checked_and_recorded_only_where_it_counts() -> None:
 
 @pytest.mark.parametrize("form", ["intended", "leaderboard"])
 def test_graded_visdoc_end_to_end_in_either_form(tmp_path: Path, form: str) -> None:
-    from bindkit.tasks.mmeb_v2 import MMEBV2
+    from bindkit.tasks.mmeb.mmeb_v2 import MMEBV2
 
     data = tmp_path / "MMEB-V2"
     fx = visdoc_fixture(data)

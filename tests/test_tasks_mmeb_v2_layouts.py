@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bindkit.errors import DataFormatError
-from bindkit.tasks._mmeb_v2_data import MVBENCH_SUBSETS, SOURCES
+from bindkit.tasks.mmeb._mmeb_v2_data import MVBENCH_SUBSETS, SOURCES
 
 pytest.importorskip("datasets")
 pa = pytest.importorskip("pyarrow")
@@ -132,7 +132,7 @@ def test_no_annotation_files_names_the_download(tmp_path: Path) -> None:
 
 # -- seed 002's sizes ---------------------------------------------------------------------------
 def _split(queries: int, candidates: int, ranking: str) -> Any:
-    from bindkit.tasks._mmeb_v2_data import Input, Query, Split
+    from bindkit.tasks.mmeb._mmeb_v2_data import Input, Query, Split
 
     names = tuple(f"c{i}" for i in range(candidates))
     local = ranking == "local"
@@ -148,7 +148,7 @@ def _split(queries: int, candidates: int, ranking: str) -> Any:
 
 
 def test_seed_002_sizes_match_quietly() -> None:
-    from bindkit.tasks.mmeb_v2 import size_warning
+    from bindkit.tasks.mmeb.mmeb_v2 import size_warning
 
     assert size_warning("ActivityNetQA", _split(1000, 2, "local")) is None
     assert size_warning("Breakfast", _split(433, 10, "global")) is None
@@ -160,7 +160,7 @@ def test_seed_002_sizes_match_quietly() -> None:
 
 
 def test_seed_002_sizes_that_differ_warn_in_one_line() -> None:
-    from bindkit.tasks.mmeb_v2 import size_warning
+    from bindkit.tasks.mmeb.mmeb_v2 import size_warning
 
     line = size_warning("ActivityNetQA", _split(999, 2, "local"))
     assert line == (

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from bindkit.embed.prompts import Composed, vlm2vec_prompt
-from bindkit.tasks._mmeb_v2_data import SOURCES, Input, Split
+from bindkit.tasks.mmeb._mmeb_v2_data import SOURCES, Input, Split
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -283,7 +283,7 @@ class Recorder:
 
 
 def test_the_task_hands_the_exact_composition_to_the_embedder(tmp_path: Path) -> None:
-    from bindkit.tasks.mmeb_v2 import embed_inputs
+    from bindkit.tasks.mmeb.mmeb_v2 import embed_inputs
 
     _jsonl(
         tmp_path / "VLM2Vec/Breakfast/data/test.jsonl",
@@ -309,7 +309,7 @@ def test_image_query_ids_are_unique_when_rows_share_an_image(tmp_path: Path) -> 
 
 
 def test_repeated_per_query_ids_are_numbered() -> None:
-    from bindkit.tasks.mmeb_v2 import unique_ids
+    from bindkit.tasks.mmeb.mmeb_v2 import unique_ids
 
     assert unique_ids(["a", "b", "a", "a"]) == ["a", "b", "a#2", "a#3"]
     assert unique_ids(["x", "y"]) == ["x", "y"]
@@ -318,8 +318,8 @@ def test_repeated_per_query_ids_are_numbered() -> None:
 def test_ties_break_as_vlm2vecs_argsort_breaks_them() -> None:
     """Tied candidates keep the order of ``np.argsort(-scores)`` (``eval.py``), whatever it is
     on this machine: the ranking equals it on tie-heavy scores, local and global."""
-    from bindkit.tasks._mmeb_v2_data import Query
-    from bindkit.tasks.mmeb_v2 import rank
+    from bindkit.tasks.mmeb._mmeb_v2_data import Query
+    from bindkit.tasks.mmeb.mmeb_v2 import rank
 
     rng = np.random.default_rng(0)
     for n in (2, 4, 5, 16, 17, 40):

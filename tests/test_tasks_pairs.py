@@ -14,7 +14,7 @@ from _fakes import TableEmbedder
 from _per_query import mean_is_score
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
-from bindkit.tasks._pairs import score_pairs
+from bindkit.tasks.pairs._base import score_pairs
 
 E = np.eye(8, dtype=np.float32)
 
@@ -167,7 +167,7 @@ def test_colorswap_parquet_fixture(tmp_path: Path) -> None:
 
 
 def test_parquet_splits_by_file_name_and_by_the_hub_convert_layout(tmp_path: Path) -> None:
-    from bindkit.tasks._parquet_pairs import parquet_splits
+    from bindkit.tasks.pairs._parquet import parquet_splits
 
     for name in ("data/test-00000-of-00002.parquet", "data/test-00001-of-00002.parquet"):
         (tmp_path / "a" / name).parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
 from bindkit.metrics.pods import hit_at, ndcg, reciprocal_rank
 from bindkit.tasks.base import EvalContext
-from bindkit.tasks.pods import PODS
+from bindkit.tasks.instance.pods import PODS
 
 
 # -- the official code, verbatim (retrieval()'s print dropped) ---------------------------------
@@ -146,7 +146,7 @@ def _official_means(root: Path, subset: str) -> tuple[dict[str, float], list[flo
     """The official pipeline once per object of the class split, then the mean over objects."""
     model = PathEmbedder(dim=6)
     to_idx = {c: i for i, c in enumerate(CLASSES)}
-    from bindkit.tasks.pods import images_of
+    from bindkit.tasks.instance.pods import images_of
 
     train = [(c, p) for c in CLASSES for p in images_of(root / "train" / c)]
     test = [(c, p) for c in CLASSES for p in images_of(root / "test" / c)]
@@ -226,7 +226,7 @@ def _glob_listing(folder: Path) -> list[str]:
     matched by its wildcards."""
     import glob
 
-    from bindkit.tasks.pods import EXTENSIONS
+    from bindkit.tasks.instance.pods import EXTENSIONS
 
     found = {
         p
@@ -241,7 +241,7 @@ def test_hidden_files_are_skipped_as_glob_glob_skips_them(tmp_path: Path) -> Non
     """D1: ``.x.jpg``, macOS ``._0.jpg`` resource forks and hidden folders are not images of the
     object, as the official glob.glob lists them; pathlib's glob would take them."""
     pytest.importorskip("torch")
-    from bindkit.tasks.pods import images_of
+    from bindkit.tasks.instance.pods import images_of
 
     root = tmp_path / "pods"
     _write_pods(root)

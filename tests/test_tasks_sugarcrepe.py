@@ -14,10 +14,10 @@ from _per_query import mean_is_score
 from _shared import SHARED_DATA
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
-from bindkit.tasks.sugarcrepe import SUBSETS as SC_SUBSETS
-from bindkit.tasks.sugarcrepe import subset_file
-from bindkit.tasks.sugarcrepe_pp import SUBSETS as SCPP_SUBSETS
-from bindkit.tasks.sugarcrepe_pp import score_itt, score_tot
+from bindkit.tasks.pairs.sugarcrepe import SUBSETS as SC_SUBSETS
+from bindkit.tasks.pairs.sugarcrepe import subset_file
+from bindkit.tasks.pairs.sugarcrepe_pp import SUBSETS as SCPP_SUBSETS
+from bindkit.tasks.pairs.sugarcrepe_pp import score_itt, score_tot
 
 E = np.eye(8, dtype=np.float32)
 

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     from bindkit.embed.registry import load_embedder
-    from bindkit.tasks.sts import read_sts
+    from bindkit.tasks.text.sts import read_sts
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("specs", nargs="+", help="adapted models (st:default+adapter=DIR)")

@@ -333,7 +333,7 @@ def extra_sets(work: Path, seed: int = 0) -> None:
 
 def dev_sugarcrepe(out: Path, seed: int) -> None:
     """SugarCrepe text triplets: the query is another caption of the same COCO image."""
-    from bindkit.tasks.sugarcrepe import read_sugarcrepe
+    from bindkit.tasks.pairs.sugarcrepe import read_sugarcrepe
 
     items, _ = read_sugarcrepe(SHARED / "sugarcrepe")
     captions: dict[str, list[str]] = {}

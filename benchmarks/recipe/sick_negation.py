@@ -22,7 +22,7 @@ def main(path: str, specs: list[str]) -> None:
     import torch
 
     from bindkit.embed.registry import load_embedder
-    from bindkit.tasks.sts import read_sts
+    from bindkit.tasks.text.sts import read_sts
 
     torch.set_num_threads(1)
     first, second, gold = read_sts(path)

@@ -97,7 +97,7 @@ class DemoOptions:
             raise BindkitError(f"--scpp {self.scpp}: not a directory (the SugarCrepe++ data/)")
         if self.sts is not None:
             from bindkit.errors import DataFormatError
-            from bindkit.tasks.sts import read_sts
+            from bindkit.tasks.text.sts import read_sts
 
             if not Path(self.sts).is_file():
                 raise BindkitError(f"--sts {self.sts}: file not found (e.g. SICK_trial.txt)")

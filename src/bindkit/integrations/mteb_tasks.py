@@ -290,7 +290,7 @@ class _Pairs(AbsTaskImageTextPairClassification):  # type: ignore[misc]
     def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
         if self.data_loaded:
             return
-        from bindkit.tasks._parquet_pairs import images_of
+        from bindkit.tasks.pairs._parquet import images_of
 
         items = self._dataset.payload[self._subset]
         where = f"{self._dataset.source} ({self._subset})"

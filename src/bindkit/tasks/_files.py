@@ -1,13 +1,14 @@
-"""Strict readers shared by the task modules: every problem is one line naming file and line."""
+"""Strict readers shared by the task modules (text, JSON, JSONL, parquet): every problem is one
+line naming file and line."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from bindkit.errors import DataFormatError
+from bindkit.errors import BindkitError, DataFormatError
 
 
 def need_file(path: Path, what: str) -> Path:
@@ -56,3 +57,25 @@ def read_json(path: Path, what: str) -> Any:
             f"{path}: corrupt JSON ({exc.msg}, line {exc.lineno}); "
             "replace it with the published file"
         ) from None
+
+
+def read_parquet_rows(path: Any, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows of a Hugging Face parquet export (needs ``pip install 'bindkit[benchmarks]'``)."""
+    try:
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    except ImportError:
+        raise BindkitError(
+            f"{path}: reading parquet needs pyarrow; pip install 'bindkit[benchmarks]'"
+        ) from None
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise DataFormatError(f"{path}: not a readable parquet file ({exc})") from None
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise DataFormatError(
+            f"{path}: no column {missing[0]!r} (found {', '.join(table.column_names)}); "
+            "pass the file as published"
+        )
+    rows: list[dict[str, Any]] = table.select(list(columns)).to_pylist()
+    return rows

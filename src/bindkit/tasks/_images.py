@@ -1,14 +1,16 @@
-"""Image files named by a benchmark's data, resolved lazily against an image root."""
+"""Image files named by a benchmark's data, resolved lazily against an image root, and images
+embedded in a parquet export, decoded."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from bindkit.embed.images import ImageRef
-from bindkit.errors import BindkitError
+from bindkit.errors import BindkitError, DataFormatError
 from bindkit.tasks.base import EvalContext
 
 
@@ -62,3 +64,17 @@ def present(
 
 def refs(names: Sequence[str], root: Path) -> list[ImageRef]:
     return [ImageRef(root / n) for n in names]
+
+
+def decode_image(value: Any, where: str) -> Any:
+    """A parquet image cell ({"bytes", "path"}) as a PIL image."""
+    import io
+
+    data = value.get("bytes") if isinstance(value, dict) else value
+    if not isinstance(data, bytes | bytearray):
+        raise DataFormatError(f"{where}: image cell holds no bytes; pass the file as published")
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    return image

@@ -64,6 +64,9 @@ class TaskMetadata:
             headline and in the per-benchmark table.
         averaged: The benchmark reports the mean over its subsets (MMEB's overall score): the
             overview shows that mean; otherwise it shows each subset in its own column.
+        fetchable: ``bindkit fetch NAME`` has a download plan for it (:mod:`bindkit.fetch.
+            sources`), so a missing-data error names that command. Declared here, and checked
+            against the plans by a test, so that tasks never import the fetch layer above them.
     """
 
     name: str
@@ -83,6 +86,7 @@ class TaskMetadata:
     version: int = 1
     scores: tuple[str, ...] = field(default=())
     averaged: bool = False
+    fetchable: bool = False
 
     def __post_init__(self) -> None:
         if self.ties not in ("wrong", "correct", "share"):
@@ -243,14 +247,28 @@ def parse_pairings(value: str | list[str] | None) -> list[str] | None:
 _REGISTRY: dict[str, type[Task]] | None = None
 
 
-def _scan() -> dict[str, type[Task]]:
+def task_modules() -> list[str]:
+    """The modules of ``bindkit.tasks`` that may hold tasks, family folders included, in the
+    order of their own names (``pairs.aro`` before ``instance.ilias``), so the registry lists the
+    tasks as it did before the families; a name starting with ``_`` is a shared helper."""
     import bindkit.tasks as package
 
-    found: dict[str, type[Task]] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name == "base":
+    def fail(name: str) -> None:  # a family folder that does not import is an error, not absent
+        raise ImportError(f"bindkit.tasks: cannot import {name}")
+
+    names = []
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.", onerror=fail):
+        parts = info.name.split(".")[2:]
+        if info.ispkg or parts == ["base"] or any(p.startswith("_") for p in parts):
             continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        names.append(info.name)
+    return sorted(names, key=lambda name: name.rsplit(".", 1)[-1])
+
+
+def _scan() -> dict[str, type[Task]]:
+    found: dict[str, type[Task]] = {}
+    for name in task_modules():
+        module = importlib.import_module(name)
         for value in vars(module).values():
             if (
                 isinstance(value, type)
@@ -333,7 +351,7 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
     """``--data`` if given, else ``$BINDKIT_DATA/<data_dir>``; None for a task that has a
     built-in set. A missing path is one line naming the expected path and the publisher."""
     where = f"; {meta.name} is published at {meta.published}" if meta.published else ""
-    if _fetchable(meta):
+    if meta.fetchable:
         where += f"; `bindkit fetch {meta.name}` downloads it"
     if data is None and meta.data_dir is not None:
         root = os.environ.get(DATA_ENV)
@@ -351,9 +369,3 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
     if not path.exists():
         raise BindkitError(f"--data {path}: not found; expected {meta.data_help}{where}")
     return path
-
-
-def _fetchable(meta: TaskMetadata) -> bool:
-    from bindkit.fetch.sources import SOURCES
-
-    return meta.name in SOURCES

@@ -54,7 +54,7 @@ class TripletObjective:
     name = "triplets"
 
     def __init__(self, config: TrainConfig) -> None:
-        from bindkit.tasks.triplets import read_triplets
+        from bindkit.tasks.text.triplets import read_triplets
         from bindkit.train.losses import TripletHingeLoss, TripletInfoNCELoss
 
         self.rows = read_triplets(config.train)

@@ -86,7 +86,7 @@ class Plan:
 def triplet_accuracy(embedder: Any, rows: list[dict[str, Any]], name: str = "val") -> float:
     """Triplet accuracy through the evaluation library (the ``triplets`` task)."""
     from bindkit.tasks.base import EvalContext
-    from bindkit.tasks.triplets import TripletTask
+    from bindkit.tasks.text.triplets import TripletTask
 
     dataset = Dataset(name, "", name, rows)
     result = TripletTask().evaluate(embedder, dataset, name, "tt", EvalContext())
@@ -96,7 +96,7 @@ def triplet_accuracy(embedder: Any, rows: list[dict[str, Any]], name: str = "val
 def sts_spearman(embedder: Any, dataset: Dataset) -> float:
     """Spearman on an STS dataset through the evaluation library (the ``sts`` task)."""
     from bindkit.tasks.base import EvalContext
-    from bindkit.tasks.sts import STSTask
+    from bindkit.tasks.text.sts import STSTask
 
     result = STSTask().evaluate(embedder, dataset, dataset.name, "tt", EvalContext())
     return float(result["scores"]["spearman"])
@@ -140,7 +140,7 @@ def check_inputs(config: BaseTrainConfig) -> Inputs:
             lies under a file, or holds a finished run; a model spec that already has an adapter.
     """
     from bindkit.embed.registry import Spec
-    from bindkit.tasks.triplets import read_triplets
+    from bindkit.tasks.text.triplets import read_triplets
 
     out = Path(config.out)
     check_not_input(out, [Path(p) for p in config.inputs().values()])
@@ -168,7 +168,7 @@ def check_inputs(config: BaseTrainConfig) -> Inputs:
         )
     sts = None
     if config.sts:
-        from bindkit.tasks.sts import STSTask
+        from bindkit.tasks.text.sts import STSTask
 
         sts = STSTask().load(Path(config.sts))
     preserve = read_sentences(config.preserve) if config.preserve else None

@@ -22,9 +22,9 @@ from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.metrics.instance import KAPPAS, rankings, revisited_aps, revisited_maps
-from bindkit.tasks import _images
-from bindkit.tasks._boxes import check_box, check_inside, clip_box
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.instance._base import InstanceTask, crop, top
+from bindkit.tasks.instance._boxes import check_box, check_inside
 
 PUBLISHED = "http://cmp.felk.cvut.cz/revisitop/ (gnd_*.pkl and the jpg/ folder)"
 
@@ -54,7 +54,7 @@ def read_gnd(path: Path) -> dict[str, Any]:
     return cfg
 
 
-class _Revisited(Task):
+class _Revisited(InstanceTask):
     metadata = TaskMetadata(name="_revisited", description="", main_score="map_medium")
     dataset_name = ""
 
@@ -77,12 +77,10 @@ class _Revisited(Task):
         names = [f"{n}.jpg" for n in cfg["imlist"]]
         qnames = [f"{n}.jpg" for n in cfg["qimlist"]]
         where = self.metadata.name
-        mask = _images.present(names + qnames, root, where, PUBLISHED, ctx)
-        if not mask.all():
-            ctx.note(f"warning: {where}: mAP needs every image; nothing scored")
+        if not self.all_present(names + qnames, root, where, ctx):
             return None
         queries = [
-            _crop(root / n, g["bbx"], f"{dataset.source}: query {n}")
+            crop(root / n, g["bbx"], f"{dataset.source}: query {n}")
             for n, g in zip(qnames, cfg["gnd"], strict=True)
         ]
         q = embedder.embed_images(
@@ -99,9 +97,9 @@ class _Revisited(Task):
         ]
         similarity = q @ x.T
         scores = revisited_maps(similarity, gnd)
-        top = [[names[j] for j in row[:5]] for row in rankings(similarity)]
+        ranked = top(rankings(similarity), names)
         per_query = [  # medium first: the main score's
-            {"metric": f"ap_{s}", "ids": qnames, "values": aps.tolist(), "top": top}
+            {"metric": f"ap_{s}", "ids": qnames, "values": aps.tolist(), "top": ranked}
             for s, aps in sorted(revisited_aps(similarity, gnd).items(), key=_medium_first)
         ]
         counts = {"queries": len(q), "database": len(x)}
@@ -117,16 +115,6 @@ class _Revisited(Task):
 
 def _medium_first(item: tuple[str, Any]) -> int:
     return ("medium", "easy", "hard").index(item[0])
-
-
-def _crop(path: Path, bbx: Any, where: str) -> Any:
-    """The query image cropped to its box, as revisitop's examples do (PIL ``crop`` of the
-    stored pixels: the box is in their coordinates, so no EXIF rotation first), the box clipped
-    to the image (:mod:`bindkit.tasks._boxes`); ``where`` names the query in an error."""
-    from bindkit.embed.images import ImagePolicy, load_image
-
-    picture = load_image(path, ImagePolicy(exif=False))
-    return picture.crop(clip_box(check_box(np.ravel(bbx), where), picture.size, where))
 
 
 def _meta(name: str, city: str) -> TaskMetadata:
@@ -146,6 +134,7 @@ def _meta(name: str, city: str) -> TaskMetadata:
         published=PUBLISHED,
         data_dir=name,
         data_help=f"the folder of gnd_{name}.pkl and jpg/",
+        fetchable=True,
     )
 
 

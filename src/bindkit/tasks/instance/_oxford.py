@@ -1,38 +1,8 @@
-"""Oxford5K and Paris6K under their original protocol (Philbin et al., CVPR 2007 and 2008): 55
-queries (11 landmarks × 5), each cropped to the box its query file gives, retrieve from the
-whole image collection; good and ok images are relevant, junk images are skipped, and the AP is
-the trapezoid rule of the Oxford Buildings ``compute_ap.cpp`` (:func:`~bindkit.metrics.instance.
-oxford_ap`). Main score: mAP over the queries.
-
-Files as published: the ground-truth folder (Oxford ``gt_files_170407.tgz``, Paris
-``paris_120310.tgz``) holding per query ``<name>_query.txt`` (one line ``<image> x1 y1 x2 y2``;
-Oxford writes the image as ``oxc1_<image>``, Paris without a prefix) and ``<name>_good.txt``,
-``<name>_ok.txt``, ``<name>_junk.txt`` (one image name per line, no extension); and the images
-(Oxford ``oxbuild_images-v1.tgz``: one flat folder; Paris ``paris_1-v1.tgz`` +
-``paris_2-v1.tgz``: one folder per landmark; the names revisitop's ``python/download.py``
-fetches). ``--data`` is the ground-truth folder or a folder holding it; the images are every
-``*.jpg`` under ``--image-root``, subfolders included (default: ``oxbuild_images`` or ``paris``
-beside the ground truth, e.g. ``DATA/oxbuild_images``: unpack the archives there), matched to
-the ground truth by file stem. The collection is ranked as a whole (the query images included,
-as compute_ap is run), ties in file order. Files that cannot be opened as images are left out
-with a note: Paris ships 20 (HTML error pages saved as ``.jpg``, listed in the publisher's
-``corrupt.txt``), which common practice (e.g. Gordo et al.'s deep-retrieval evaluation) drops
-from the ranked list while compute_ap still counts them among the positives of the unchanged
-ground truth; so does this task.
-
-Query boxes are read as ``x1 y1 x2 y2`` and checked before any model loads: a box that is not
-finite, inverted, holds no pixel or lies wholly outside its image is refused in one line naming
-the query file; a box reaching past the edge is clipped to the image (:mod:`bindkit.tasks.
-_boxes`). A ground truth where no query has a good or ok image is refused (there is no AP to
-compute); a query without any is left out of the mean with a warning, as compute_ap would give
-it no number.
-
-Line endings: each ground-truth line is stripped, so files saved with Windows line endings
-(CRLF) read as the published LF files do. ``compute_ap.cpp`` reads lines with ``getline`` and
-would keep the ``\r`` in each name, finding none of them; bindkit is lenient there on purpose
-(a CRLF copy names the same images), and its scores equal compute_ap's on the LF files.
-
-The Sculptures 6k task (:mod:`bindkit.tasks.sculptures6k`) reads the same file convention.
+"""The Oxford Buildings convention, shared by Oxford5K, Paris6K (:mod:`bindkit.tasks.instance.
+oxford_paris`, whose docstring gives the reading and scoring rules) and Sculptures 6k: per query
+``<name>_query.txt`` (one line ``<image> x1 y1 x2 y2``) and ``<name>_good.txt``,
+``<name>_ok.txt``, ``<name>_junk.txt``, plus an image folder matched by file stem; the reader,
+the collection listing and the task base :class:`OxfordConvention`.
 """
 
 from __future__ import annotations
@@ -50,12 +20,11 @@ from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.metrics.instance import oxford_map, rankings
 from bindkit.tasks import _images
-from bindkit.tasks._boxes import check_box, check_inside
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
-from bindkit.tasks.revisited import _crop
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.instance._base import InstanceTask, crop, nothing_scored, top
+from bindkit.tasks.instance._boxes import check_box, check_inside
 
 LISTS = ("good", "ok", "junk")
-TOP = 5  # candidates kept per query for the per-query comparison
 
 
 @dataclass(frozen=True)
@@ -177,7 +146,7 @@ def readable(root: Path, names: list[str]) -> np.ndarray:
     return mask
 
 
-class OxfordConvention(Task):
+class OxfordConvention(InstanceTask):
     """A benchmark published as Oxford-style ground-truth files plus an image folder."""
 
     metadata = TaskMetadata(name="_oxford_convention", description="", main_score="map")
@@ -226,7 +195,7 @@ class OxfordConvention(Task):
         if any(s not in stems for s in named):
             paths = [stems.get(s, f"{s}.jpg") for s in named]
             _images.present(paths, root, where, published, ctx, self.missing_fix)
-            ctx.note(f"warning: {where}: mAP needs every image; nothing scored")
+            nothing_scored(where, ctx)
             return None
         names = list(stems.values())
         ok = readable(root, names)
@@ -242,7 +211,7 @@ class OxfordConvention(Task):
             lost = next(q for q in queries if q.image not in index)
             raise DataFormatError(f"{where}: query {lost.name}'s image {lost.image} is unreadable")
         crops = [
-            _crop(root / names[index[q.image]], q.box, _where(Path(dataset.source), q))
+            crop(root / names[index[q.image]], q.box, _where(Path(dataset.source), q))
             for q in queries
         ]
         empty = [q.name for q in queries if not (q.good or q.ok)]
@@ -264,12 +233,11 @@ class OxfordConvention(Task):
         n_positives = [len({*q.good, *q.ok}) for q in queries]
         similarity = qv @ xv.T
         mean, aps = oxford_map(similarity, positives, junk, n_positives)
-        order = rankings(similarity)
         per_query = {
             "metric": "ap",
             "ids": [names[index[q.image]] for q in queries],
             "values": [float(v) for v in aps],
-            "top": [[names[i] for i in row[:TOP]] for row in order],
+            "top": top(rankings(similarity), names),
         }
         return {
             "scores": {"map": mean},
@@ -278,7 +246,10 @@ class OxfordConvention(Task):
         }
 
 
-def _meta(name: str, title: str, published: str, reference: str, images: str) -> TaskMetadata:
+def convention_metadata(
+    name: str, title: str, published: str, reference: str, images: str
+) -> TaskMetadata:
+    """The metadata of a benchmark published in the Oxford Buildings convention."""
     return TaskMetadata(
         name=name,
         description=f"{title}, original protocol: instance retrieval mAP, query crops",
@@ -291,28 +262,3 @@ def _meta(name: str, title: str, published: str, reference: str, images: str) ->
         data_dir=name,
         data_help=f"the ground-truth folder (*_query.txt, *_good/ok/junk.txt), images in {images}/",
     )
-
-
-class Oxford5k(OxfordConvention):
-    metadata = _meta(
-        "oxford5k",
-        "Oxford Buildings 5K",
-        "https://www.robots.ox.ac.uk/~vgg/data/oxbuildings/ (gt_files_170407.tgz, "
-        "oxbuild_images-v1.tgz)",
-        "Philbin et al., CVPR 2007; compute_ap.cpp of the Oxford Buildings page",
-        "oxbuild_images",
-    )
-    prefix = "oxc1_"
-    images_dir = "oxbuild_images"
-
-
-class Paris6k(OxfordConvention):
-    metadata = _meta(
-        "paris6k",
-        "Paris 6K",
-        "https://www.robots.ox.ac.uk/~vgg/data/parisbuildings/ (paris_120310.tgz, "
-        "paris_1-v1.tgz, paris_2-v1.tgz)",
-        "Philbin et al., CVPR 2008; compute_ap.cpp of the Oxford Buildings page",
-        "paris",
-    )
-    images_dir = "paris"

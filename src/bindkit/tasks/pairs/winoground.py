@@ -1,6 +1,6 @@
 """Winoground (Thrush et al., CVPR 2022; facebook/winoground): 400 items of two captions with the
 same words in a different order and their two images. Text, image and group scores, strict
-comparisons (see :mod:`bindkit.tasks._pairs`).
+comparisons (see :mod:`bindkit.tasks.pairs._base`).
 
 Files as published on the Hugging Face Hub (data/): ``examples.jsonl`` with ``id``,
 ``caption_0``, ``caption_1``, ``image_0``, ``image_1`` (names without extension), ``tag``, ... and
@@ -16,16 +16,15 @@ from typing import Any
 from bindkit._io import sha256_file
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.results.tables import Table
 from bindkit.tasks import _images
 from bindkit.tasks._files import jsonl_rows, need_file
-from bindkit.tasks._pairs import PairItem, evaluate_pairs, tag_tables
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.pairs._base import PairItem, PairsTask
 
 FIELDS = ("caption_0", "caption_1", "image_0", "image_1")
 
 
-class Winoground(Task):
+class Winoground(PairsTask):
     metadata = TaskMetadata(
         name="winoground",
         description="Winoground: two captions × two images; text, image and group scores",
@@ -39,6 +38,7 @@ class Winoground(Task):
         published="https://huggingface.co/datasets/facebook/winoground (data/)",
         data_dir="winoground",
         data_help="the folder of examples.jsonl and images/",
+        fetchable=True,
     )
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
@@ -75,19 +75,10 @@ class Winoground(Task):
         keep = [x for k, x in enumerate(items) if mask[k] and mask[n + k]]
         if not keep:
             return None
-        result = evaluate_pairs(
-            embedder,
-            keep,
-            (
-                _images.refs([x.image_0 for x in keep], root),
-                _images.refs([x.image_1 for x in keep], root),
-            ),
-            self.query_instruction(subset, ctx),
-            self.document_instruction(subset, ctx),
+        images = (
+            _images.refs([x.image_0 for x in keep], root),
+            _images.refs([x.image_1 for x in keep], root),
         )
+        result = self.score_items(embedder, keep, images, subset, ctx)
         result["counts"] |= {"missing_images": int((~mask).sum()), "items_total": n}
         return result
-
-    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
-        """Text, image and group scores per tag (the paper's Object / Relation / Both)."""
-        return tag_tables(self.metadata.name, "tag", records)

@@ -13,7 +13,7 @@ items. Files as published: ``visual_genome_relation.json`` and ``visual_genome_a
 COCO-Order and Flickr30k-Order: each caption of the Karpathy test split against four shuffles of
 itself; correct when ``argmax == 0``, so a tie is correct (the task's declared ``ties`` is the VG
 subsets' rule). The original's protocol and where bindkit differs are in
-:mod:`bindkit.tasks._aro_order`. Files as published: ``coco_karpathy_test.json`` beside
+:mod:`bindkit.tasks.pairs._aro_order`. Files as published: ``coco_karpathy_test.json`` beside
 ``val2014/``, ``flickr30k_test.json`` beside ``flickr30k-images/`` (the JSON's image paths are
 relative to its folder, or to ``--image-root``). The shuffles are seeded (``ARO(order_seed=...)``
 or ``--task-option order_seed=N``; default 1 as the original's ``--seed``); the seed and the
@@ -32,12 +32,12 @@ from bindkit._io import sha256_bytes
 from bindkit._progress import progress
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.metrics.pairwise import beats, rowdot
 from bindkit.results.tables import Table, as_dict, label, pct
-from bindkit.tasks import _aro_order as order
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.pairs import _aro_order as order
+from bindkit.tasks.pairs._base import prefers_positive
 
 VG_FILES = {
     "vg_relation": "visual_genome_relation.json",
@@ -149,6 +149,7 @@ class ARO(Task):
         data_help="the folder of visual_genome_relation.json, visual_genome_attribution.json, "
         "images/, and for the order subsets coco_karpathy_test.json with val2014/ and "
         "flickr30k_test.json with flickr30k-images/ (any of them)",
+        fetchable=True,
     )
 
     def __init__(self, order_seed: int = order.DEFAULT_SEED) -> None:
@@ -219,7 +220,7 @@ class ARO(Task):
             instruction=self.document_instruction(subset, ctx),
         )
         n = len(rows)
-        correct = beats(rowdot(images, texts[:n]), rowdot(images, texts[n:]), "wrong")
+        correct = prefers_positive(images, texts[:n], texts[n:])
         macro, per_group = macro_accuracy(correct, [group_of(r, subset) for r in rows], subset)
         scores = {
             "accuracy": macro,

@@ -28,10 +28,10 @@ from bindkit.metrics.pairwise import beats, rowdot
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.pairs._base import COCO
 
 SUBSETS = ("replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj")
 FIELDS = ("filename", "caption", "caption2", "negative_caption")
-COCO = "COCO val2017 images (http://images.cocodataset.org/zips/val2017.zip)"
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,7 @@ class SugarCrepePP(Task):
         published="https://github.com/Sri-Harsha/scpp (data/*.json)",
         data_dir="sugarcrepe_pp",
         data_help="the folder of replace_att.json ... swap_obj.json",
+        fetchable=True,
     )
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:

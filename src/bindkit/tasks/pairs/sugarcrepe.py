@@ -13,15 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from bindkit._io import sha256_bytes
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.metrics.pairwise import beats, rowdot
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.pairs._base import COCO, prefers_positive
 
 SUBSETS = (
     "add_obj",
@@ -34,7 +32,6 @@ SUBSETS = (
 )
 FIELDS = ("filename", "caption", "negative_caption")
 KEY = "_key"  # the item's key in the published file: its id in per-query scores
-COCO = "COCO val2017 images (http://images.cocodataset.org/zips/val2017.zip)"
 
 
 @dataclass(frozen=True)
@@ -83,6 +80,7 @@ class SugarCrepe(Task):
         published="https://github.com/RAIVNLab/sugar-crepe (data/*.json)",
         data_dir="sugarcrepe",
         data_help="the folder of add_att.json ... swap_obj.json",
+        fetchable=True,
     )
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
@@ -116,7 +114,7 @@ class SugarCrepe(Task):
             role="document",
             instruction=self.document_instruction(subset, ctx),
         )
-        correct = score_sugarcrepe(images, texts[: len(rows)], texts[len(rows) :])
+        correct = prefers_positive(images, texts[: len(rows)], texts[len(rows) :])
         counts["scored"] = len(rows)
         per_query = {"metric": "correct", "ids": [r[KEY] for r in rows], "values": correct.tolist()}
         return {
@@ -124,8 +122,3 @@ class SugarCrepe(Task):
             "counts": counts,
             "per_query": per_query,
         }
-
-
-def score_sugarcrepe(images: np.ndarray, positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
-    """Per item: s(image, positive) > s(image, negative), strictly."""
-    return beats(rowdot(images, positive), rowdot(images, negative), "wrong")

@@ -34,9 +34,9 @@ Queries are embedded whole by default: seed 000 names query crops for Oxford, Pa
 Sculptures only, and vissl's INSTRE evaluation reads no query box. ``--task-option crop=true``
 cuts each query to its ``.mat`` box instead, as os2d's INSTRE loader does; that is bindkit's
 assumption of what a cropped INSTRE protocol means, not an official script's. With it, every box
-is checked before any model loads (:mod:`bindkit.tasks._boxes`: a box that is not finite, is
-inverted, holds no pixel or lies wholly outside its image is refused naming ``gnd[n]`` and the
-query; one reaching past the edge is clipped to the image).
+is checked before any model loads (:mod:`bindkit.tasks.instance._boxes`: a box that is not
+finite, is inverted, holds no pixel or lies wholly outside its image is refused naming
+``gnd[n]`` and the query; one reaching past the edge is clipped to the image).
 
 The ``.mat`` is checked as it is read: empty ``qimlist`` or ``imlist``, a ``gnd`` entry that is
 not a struct, and a listed positive that is not an index into ``imlist`` are refused in one line.
@@ -60,17 +60,15 @@ from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.instance import graded_scores, rankings
-from bindkit.tasks import _images
-from bindkit.tasks._boxes import check_box, check_inside
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
-from bindkit.tasks.revisited import _crop
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.instance._base import InstanceTask, crop, top
+from bindkit.tasks.instance._boxes import Box, check_box, check_inside
 
 PUBLISHED = (
     "ftp://ftp.irisa.fr/local/texmex/corpus/instre/ (gnd_instre.mat and the images, "
     "instre.tar.gz; the images also at http://123.57.42.89/instre/home.html)"
 )
 SUBSETS = ("S", "M_to_S", "M_to_SM")
-TOP = 5
 _S1 = re.compile(r"^(\d\d)([ab])_")
 
 
@@ -106,9 +104,6 @@ def gains(queries: list[str], gallery: list[str]) -> np.ndarray:
 
     shared: np.ndarray = members(q) @ members(g).T  # objects in common, per pair
     return shared
-
-
-Box = tuple[float, float, float, float]
 
 
 def read_gnd(path: Path) -> tuple[list[str], list[str], list[Box], list[list[int]]]:
@@ -217,7 +212,7 @@ def _check_listed(
         )
 
 
-class Instre(Task):
+class Instre(InstanceTask):
     metadata = TaskMetadata(
         name="instre",
         description="INSTRE: instance retrieval mAP and nDCG (S, M→S, M→S+M graded)",
@@ -265,12 +260,10 @@ class Instre(Task):
         if not queries or not gallery:
             ctx.note(f"warning: instre {subset}: no queries or no images in gnd_instre.mat")
             return None
-        mask = _images.present(queries + gallery, root, "instre", PUBLISHED, ctx)
-        if not mask.all():
-            ctx.note("warning: instre: mAP needs every image; nothing scored")
+        if not self.all_present(queries + gallery, root, "instre", ctx):
             return None
         inputs: list[Any] = [
-            _crop(root / qimlist[i], boxes[i], _where(Path(dataset.source), i, qimlist[i]))
+            crop(root / qimlist[i], boxes[i], _where(Path(dataset.source), i, qimlist[i]))
             if self.crop
             else ImageRef(root / qimlist[i])
             for i in chosen
@@ -287,7 +280,6 @@ class Instre(Task):
         per = graded_scores(similarity, gains(queries, gallery))
         _check_listed(qimlist, imlist, listed, chosen, ctx)
         valid = ~np.isnan(per["ap"])
-        order = rankings(similarity)
         return {
             "scores": {
                 "map": float(per["ap"][valid].mean()) if valid.any() else float("nan"),
@@ -298,6 +290,6 @@ class Instre(Task):
                 "metric": "ap",
                 "ids": queries,
                 "values": [float(v) for v in per["ap"]],
-                "top": [[gallery[i] for i in row[:TOP]] for row in order],
+                "top": top(rankings(similarity), gallery),
             },
         }

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from bindkit._io import sha256_file
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.metrics.correlation import spearman
 from bindkit.tasks._files import jsonl_rows, need_file, read_text
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.text._base import TextFileTask
 
 FIRST = ("sentence_A", "sentence1", "text_a", "text1", "s1")
 SECOND = ("sentence_B", "sentence2", "text_b", "text2", "s2")
@@ -88,7 +88,7 @@ def read_sts(path: str | Path) -> tuple[list[str], list[str], np.ndarray]:
     return first, second, np.asarray(gold)
 
 
-class STSTask(Task):
+class STSTask(TextFileTask):
     metadata = TaskMetadata(
         name="sts",
         description="Spearman of cosine similarity with gold relatedness (e.g. SICK)",
@@ -97,13 +97,13 @@ class STSTask(Task):
         license="SICK: CC BY-NC-SA 3.0",
         published="https://github.com/brmson/dataset-sts (data/sts/sick2014)",
         data_help="a SICK/CSV/TSV/JSONL file of scored pairs",
+        fetchable=True,
     )
 
-    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
-        if data is None:
-            raise DataFormatError("--task sts needs --data FILE (SICK, CSV, TSV or JSONL)")
-        pairs = read_sts(data)
-        return Dataset(data.stem, sha256_file(data), str(data), pairs)
+    needs = "FILE (SICK, CSV, TSV or JSONL)"
+
+    def read(self, path: Path) -> tuple[list[str], list[str], np.ndarray]:
+        return read_sts(path)
 
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext

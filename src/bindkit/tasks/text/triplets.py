@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from bindkit._io import sha256_file
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.metrics.correlation import triplet_accuracy
 from bindkit.results.tables import Table, as_dict, label, pct
 from bindkit.tasks._files import jsonl_rows, need_file
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.text._base import TextFileTask
 
 FIELDS = ("query", "positive", "negative")
 
@@ -48,7 +48,7 @@ def read_triplets(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-class TripletTask(Task):
+class TripletTask(TextFileTask):
     metadata = TaskMetadata(
         name="triplets",
         description="triplet accuracy: cos(q, positive) > cos(q, negative)",
@@ -58,11 +58,10 @@ class TripletTask(Task):
         data_help="a JSONL file of query/positive/negative rows",
     )
 
-    def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
-        if data is None:
-            raise DataFormatError("--task triplets needs --data FILE.jsonl")
-        rows = read_triplets(data)
-        return Dataset(data.stem, sha256_file(data), str(data), rows)
+    needs = "FILE.jsonl"
+
+    def read(self, path: Path) -> list[dict[str, Any]]:
+        return read_triplets(path)
 
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext

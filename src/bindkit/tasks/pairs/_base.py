@@ -1,5 +1,8 @@
-"""Shared by Winoground, ColorSwap and BiVLC: two captions and two images per item, scored
-with the Winoground text / image / group scores (Thrush et al., CVPR 2022), strict comparisons.
+"""What the caption-choice tasks share.
+
+Winoground, ColorSwap and BiVLC (:class:`PairsTask`): two captions and two images per item,
+scored with the Winoground text / image / group scores (Thrush et al., CVPR 2022), strict
+comparisons.
 
 With s(c, i) the similarity of caption c and image i:
 
@@ -8,13 +11,16 @@ With s(c, i) the similarity of caption c and image i:
 - group: both.
 
 Images are embedded with role "query" and captions with role "document", as in SugarCrepe.
+
+SugarCrepe and ARO's VG subsets: one image, a positive and a negative caption, correct when the
+positive scores strictly above (:func:`prefers_positive`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -22,6 +28,9 @@ from bindkit.embed.images import ImageInput
 from bindkit.embed.protocol import Embedder
 from bindkit.metrics.pairwise import beats, rowdot
 from bindkit.results.tables import Table, as_dict, label, pct
+from bindkit.tasks.base import EvalContext, Task
+
+COCO = "COCO val2017 images (http://images.cocodataset.org/zips/val2017.zip)"
 
 
 @dataclass(frozen=True)
@@ -103,41 +112,34 @@ def tag_tables(task: str, what: str, records: list[dict[str, Any]]) -> list[Tabl
     return tables
 
 
-def read_parquet_rows(path: Any, columns: Sequence[str]) -> list[dict[str, Any]]:
-    """Rows of a Hugging Face parquet export (needs ``pip install 'bindkit[benchmarks]'``)."""
-    from bindkit.errors import BindkitError, DataFormatError
+def prefers_positive(images: np.ndarray, positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """Per item: s(image, positive) > s(image, negative), strictly."""
+    return beats(rowdot(images, positive), rowdot(images, negative), "wrong")
 
-    try:
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
-    except ImportError:
-        raise BindkitError(
-            f"{path}: reading parquet needs pyarrow; pip install 'bindkit[benchmarks]'"
-        ) from None
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise DataFormatError(f"{path}: not a readable parquet file ({exc})") from None
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise DataFormatError(
-            f"{path}: no column {missing[0]!r} (found {', '.join(table.column_names)}); "
-            "pass the file as published"
+
+class PairsTask(Task):
+    """A benchmark of two captions × two images per item: Winoground's scores, by tag."""
+
+    tag_label: ClassVar[str] = "tag"  # what the data's tags are, in the per-tag table's title
+
+    def score_items(
+        self,
+        embedder: Embedder,
+        items: Sequence[PairItem],
+        images: tuple[Sequence[ImageInput], Sequence[ImageInput]],
+        subset: str,
+        ctx: EvalContext,
+    ) -> dict[str, Any]:
+        """:func:`evaluate_pairs` with this task's instructions for ``subset``."""
+        return evaluate_pairs(
+            embedder,
+            items,
+            images,
+            self.query_instruction(subset, ctx),
+            self.document_instruction(subset, ctx),
         )
-    rows: list[dict[str, Any]] = table.select(list(columns)).to_pylist()
-    return rows
 
-
-def decode_image(value: Any, where: str) -> Any:
-    """A parquet image cell ({"bytes", "path"}) as a PIL image."""
-    import io
-
-    from bindkit.errors import DataFormatError
-
-    data = value.get("bytes") if isinstance(value, dict) else value
-    if not isinstance(data, bytes | bytearray):
-        raise DataFormatError(f"{where}: image cell holds no bytes; pass the file as published")
-    from PIL import Image
-
-    image = Image.open(io.BytesIO(data))
-    image.load()
-    return image
+    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
+        """Text, image and group scores per tag (Winoground's Object / Relation / Both, BiVLC's
+        types), where the data has tags."""
+        return tag_tables(self.metadata.name, self.tag_label, records)

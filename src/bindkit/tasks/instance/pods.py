@@ -35,10 +35,12 @@ import numpy as np
 from bindkit._io import sha256_file
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
+from bindkit.metrics.instance import rankings
 from bindkit.metrics.pods import hit_at, ndcg, ranked_relevance, reciprocal_rank
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.instance._base import top
 
 PUBLISHED = (
     "https://data.csail.mit.edu/personal_rep/pods.zip (github.com/ssundaram21/personalized-rep "
@@ -176,7 +178,6 @@ class PODS(Task):
             name: float(np.mean([values[labels == c].mean() for c in objects]))
             for name, values in per.items()
         }
-        order = np.argsort(-similarity, axis=1, kind="stable")[:, :5]
         return {
             "scores": scores,
             "counts": {"objects": len(objects), "queries": len(queries), "references": len(x)},
@@ -184,6 +185,6 @@ class PODS(Task):
                 "metric": "ndcg",
                 "ids": [p for _, p in queries],
                 "values": [float(v) for v in per["ndcg"]],
-                "top": [[data.references[j][1] for j in row] for row in order.tolist()],
+                "top": top(rankings(similarity), [p for _, p in data.references]),
             },
         }

@@ -15,15 +15,10 @@ from typing import Any, ClassVar
 from bindkit._io import sha256_file
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.results.tables import Table
-from bindkit.tasks._pairs import (
-    PairItem,
-    decode_image,
-    evaluate_pairs,
-    read_parquet_rows,
-    tag_tables,
-)
-from bindkit.tasks.base import Dataset, EvalContext, Task
+from bindkit.tasks._files import read_parquet_rows
+from bindkit.tasks._images import decode_image
+from bindkit.tasks.base import Dataset, EvalContext
+from bindkit.tasks.pairs._base import PairItem, PairsTask
 
 SPLIT_NAMES = ("train", "validation", "valid", "val", "test")
 REPORTED_SPLIT = "test"
@@ -90,11 +85,13 @@ def images_of(items: list[PairItem], side: int, where: str) -> list[Any]:
     ]
 
 
-class ParquetPairsTask(Task):
-    """Load the Hub export's splits, score the test split by default (Winoground scores)."""
+class ParquetPairsTask(PairsTask):
+    """Load the Hub export's splits, score the test split by default (Winoground scores; text
+    (I2T), image (T2I) and group scores per type where the data has types)."""
 
     columns: ClassVar[dict[str, str]]
-    tag: ClassVar[str | None] = None
+    tag: ClassVar[str | None] = None  # the column of each item's type
+    tag_label = "type"
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None
@@ -111,14 +108,4 @@ class ParquetPairsTask(Task):
         items = dataset.payload[subset]
         where = f"{dataset.source} ({subset})"
         images = (images_of(items, 0, where), images_of(items, 1, where))
-        return evaluate_pairs(
-            embedder,
-            items,
-            images,
-            self.query_instruction(subset, ctx),
-            self.document_instruction(subset, ctx),
-        )
-
-    def tables(self, records: list[dict[str, Any]]) -> list[Table]:
-        """Text (I2T), image (T2I) and group scores per type, where the data has types."""
-        return tag_tables(self.metadata.name, "type", records)
+        return self.score_items(embedder, items, images, subset, ctx)

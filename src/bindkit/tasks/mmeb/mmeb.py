@@ -27,52 +27,12 @@ from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder, Role
 from bindkit.errors import DataFormatError
 from bindkit.metrics.pairwise import hit_at_1
-from bindkit.results.tables import Table, label, pct
+from bindkit.results.tables import Table, pct
 from bindkit.tasks import _images
-from bindkit.tasks._pairs import read_parquet_rows
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks._files import read_parquet_rows
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.mmeb._base import META_TASKS, MMEBTask
 
-META_TASKS: dict[str, tuple[str, ...]] = {
-    "classification": (
-        "ImageNet-1K",
-        "N24News",
-        "HatefulMemes",
-        "VOC2007",
-        "SUN397",
-        "Place365",
-        "ImageNet-A",
-        "ImageNet-R",
-        "ObjectNet",
-        "Country211",
-    ),
-    "vqa": (
-        "OK-VQA",
-        "A-OKVQA",
-        "DocVQA",
-        "InfographicsVQA",
-        "ChartQA",
-        "Visual7W",
-        "ScienceQA",
-        "VizWiz",
-        "GQA",
-        "TextVQA",
-    ),
-    "retrieval": (
-        "VisDial",
-        "CIRR",
-        "VisualNews_t2i",
-        "VisualNews_i2t",
-        "MSCOCO_t2i",
-        "MSCOCO_i2t",
-        "NIGHTS",
-        "WebQA",
-        "FashionIQ",
-        "Wiki-SS-NQ",
-        "OVEN",
-        "EDIS",
-    ),
-    "grounding": ("MSCOCO", "RefCOCO", "RefCOCO-Matching", "Visual7W-Pointing"),
-}
 SUBSETS = tuple(s for group in META_TASKS.values() for s in group)
 COLUMNS = ("qry_text", "qry_img_path", "tgt_text", "tgt_img_path")
 IMAGE_TOKENS = ("<|image_1|>", "<|image_pad|>", "<image>")
@@ -121,7 +81,7 @@ def subset_files(data: Path, subset: str) -> list[Path]:
     )
 
 
-class MMEB(Task):
+class MMEB(MMEBTask):
     metadata = TaskMetadata(
         name="mmeb",
         description="MMEB v1: Hit@1 on 36 subsets (classification, VQA, retrieval, grounding)",
@@ -137,6 +97,7 @@ class MMEB(Task):
         "images.zip)",
         data_dir="mmeb",
         data_help="the MMEB-eval folder of <subset>/*.parquet (pip install 'bindkit[benchmarks]')",
+        fetchable=True,
     )
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
@@ -195,11 +156,7 @@ class MMEB(Task):
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         """Mean Hit@1 per meta-task and overall (over the subsets each model has)."""
-        by_model: dict[str, dict[str, float]] = {}
-        for r in records:
-            value = r["scores"].get("hit_at_1")
-            if isinstance(value, int | float):
-                by_model.setdefault(label(r), {})[str(r.get("subset"))] = float(value)
+        by_model = self.scores_by_model(records)
         if not by_model:
             return []
         rows = []

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.tasks._pairs import read_parquet_rows
-from bindkit.tasks.mmeb import META_TASKS
+from bindkit.tasks._files import read_parquet_rows
+from bindkit.tasks.mmeb._base import META_TASKS
 
 Kind = Literal["text", "image", "video", "page"]
 Metric = Literal["hit_at_1", "ndcg_linear_at_5"]
@@ -431,7 +431,7 @@ MVBENCH_SUBSETS = (
 )
 
 
-def _read_mvbench(root: Path, name: str, source: Source) -> Split:
+def read_mvbench(root: Path, name: str, source: Source) -> Split:
     """``load_hf_dataset_multiple_subset``: the 20 configs' rows, concatenated in this order."""
     split = Split([], {}, "local")
     number = 0
@@ -569,7 +569,7 @@ DOC_QUERY = "Find a document image that matches the given query:"
 DOC_PAGE = "Understand the content of the provided document image."
 
 
-def _read_beir(root: Path, name: str, source: Source) -> Split:
+def read_beir(root: Path, name: str, source: Source) -> Split:
     split = Split([], {}, "global")
     language = source.config  # ViDoRe v2's English-only sets filter the queries by language
     columns = ("query-id", "query") + (("language",) if language else ())
@@ -618,7 +618,7 @@ def _video(
 
 
 def _beir(repo: str, split: str = "test", language: str | None = None) -> Source:
-    return Source(repo, language, split, _read_beir, ranking="global")
+    return Source(repo, language, split, read_beir, ranking="global")
 
 
 IMAGE_KINDS = {
@@ -655,7 +655,7 @@ SOURCES: dict[str, Source] = {
     "SmthSmthV2": _video("VLM2Vec/SmthSmthV2", _read_ssv2, "video_cls/SSv2"),
     "NExTQA": _video("VLM2Vec/NExTQA", _read_nextqa, "video_qa/NExTQA", "MC"),
     "MVBench": Source(
-        "VLM2Vec/MVBench", None, "train", _read_mvbench, "video-tasks/frames/video_qa/MVBench"
+        "VLM2Vec/MVBench", None, "train", read_mvbench, "video-tasks/frames/video_qa/MVBench"
     ),
     "MSR-VTT": _video("VLM2Vec/MSR-VTT", _read_video_retrieval, "video_ret/MSR-VTT", "test_1k"),
     "MSVD": _video("VLM2Vec/MSVD", _read_video_retrieval, "video_ret/MSVD"),

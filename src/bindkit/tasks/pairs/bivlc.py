@@ -1,6 +1,6 @@
 """BiVLC (Miranda et al., NeurIPS 2024 D&B; imirandam/BiVLC): SugarCrepe items extended with a
 generated negative image, so retrieval runs both ways. I2T = Winoground's text score, T2I = its
-image score, plus the group score; strict comparisons (see :mod:`bindkit.tasks._pairs`).
+image score, plus the group score; strict comparisons (see :mod:`bindkit.tasks.pairs._base`).
 
 Files as published: the Hub's parquet export (``data/test-*.parquet``) with columns ``image``,
 ``caption``, ``negative_image``, ``negative_caption``, ``type`` (the per-type breakdown). Each
@@ -9,8 +9,8 @@ split is a subset; the test split alone is scored unless ``--subsets`` says.
 
 from __future__ import annotations
 
-from bindkit.tasks._parquet_pairs import ParquetPairsTask
 from bindkit.tasks.base import TaskMetadata
+from bindkit.tasks.pairs._parquet import ParquetPairsTask
 
 COLUMNS = {
     "caption_0": "caption",
@@ -36,6 +36,7 @@ class BiVLC(ParquetPairsTask):
         data_dir="bivlc",
         data_help="the parquet file or the folder holding it (pip install 'bindkit[benchmarks]')",
         subsets=("test",),
+        fetchable=True,
     )
     columns = COLUMNS
     tag = "type"

@@ -32,7 +32,7 @@ orientation applied, cut to the union of its boxes (``x y width height`` per lin
 benchmark's ground-truth query crop where one is provided, without naming ILIAS' boxes; to
 follow that reading, pass ``crop=true``.) With it, every query's box is read and checked before
 any model loads: a union that holds no pixel or lies wholly outside the photo is refused naming
-its ``_bbox.txt``; one reaching past the edge stops there (:mod:`bindkit.tasks._boxes`).
+its ``_bbox.txt``; one reaching past the edge stops there (:mod:`bindkit.tasks.instance._boxes`).
 
 Checks on the id files (strict UTF-8, named with the line): an id repeated in a query file is
 refused (the published files list each query once; a repeat would count twice in the mean);
@@ -59,9 +59,10 @@ from bindkit.metrics.ilias import DEFAULT_K, mean_ap_at_k
 from bindkit.mining.index import BACKENDS, IndexConfig, search
 from bindkit.results.tables import PAIRING_NAMES, Table, label, pct
 from bindkit.tasks import _images
-from bindkit.tasks._boxes import check_inside, clip_box
 from bindkit.tasks._files import read_text
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.instance._base import InstanceTask, nothing_scored, top
+from bindkit.tasks.instance._boxes import check_inside, clip_box
 
 PUBLISHED = (
     "https://vrg.fel.cvut.cz/ilias_data/ (ilias_core.tar and image_ids/, as "
@@ -273,7 +274,7 @@ def read_distractors(path: Path, n: int) -> list[str]:
     return out
 
 
-class _IliasBase(Task):
+class _IliasBase(InstanceTask):
     metadata = TaskMetadata(name="_ilias", description="", main_score="map")
     fine = False
 
@@ -344,7 +345,7 @@ class _IliasBase(Task):
                 _images.present(distractor_files, data.distractor_root, where, PUBLISHED, ctx, fix),
             ]
         if not mask.all():
-            ctx.note(f"warning: {where}: mAP needs every image; nothing scored")
+            nothing_scored(where, ctx)
             return None
         database = self._embed_database(embedder, data, distractor_files)
         if objects is not None:
@@ -371,7 +372,7 @@ class _IliasBase(Task):
                 "metric": "ap",
                 "ids": list(queries),
                 "values": [float(a) for a in aps],
-                "top": [[db_ids[j] for j in row[:5]] for row in top_ids.tolist()],
+                "top": top(top_ids.tolist(), db_ids),
             },
         }
 

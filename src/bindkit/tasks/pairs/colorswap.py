@@ -1,6 +1,6 @@
 """ColorSwap (Burapacheep et al., 2024; stanfordnlp/colorswap): 2,000 items of two captions that
 swap colour words between two objects, with their two images. Winoground's text, image and group
-scores, strict comparisons (see :mod:`bindkit.tasks._pairs`).
+scores, strict comparisons (see :mod:`bindkit.tasks.pairs._base`).
 
 Files as published: the Hub's parquet export (``data/train-*.parquet``, ``data/test-*.parquet``)
 with columns ``id``, ``image_1``, ``image_2`` (embedded image bytes), ``caption_1``,
@@ -9,8 +9,8 @@ with columns ``id``, ``image_1``, ``image_2`` (embedded image bytes), ``caption_
 
 from __future__ import annotations
 
-from bindkit.tasks._parquet_pairs import ParquetPairsTask
 from bindkit.tasks.base import TaskMetadata
+from bindkit.tasks.pairs._parquet import ParquetPairsTask
 
 COLUMNS = {
     "id": "id",
@@ -36,5 +36,6 @@ class ColorSwap(ParquetPairsTask):
         data_dir="colorswap",
         data_help="the parquet file or the folder holding it (pip install 'bindkit[benchmarks]')",
         subsets=("test",),
+        fetchable=True,
     )
     columns = COLUMNS

@@ -9,17 +9,17 @@ as the VGG page publishes it, and the images: every ``*.jpg`` under ``--image-ro
 ``DATA/images``; the release's ``train/`` and ``test/`` halves together make the 6,340), matched
 to the ground truth by file stem. The ground truth names images of both halves, so the image
 root must hold both; whether published results rank within the test half only is an open
-question (see docs/benchmarks.md). See :mod:`bindkit.tasks.oxford_paris` for the reading and
-scoring rules they share.
+question (see docs/benchmarks.md). See :mod:`bindkit.tasks.instance.oxford_paris` for the
+reading and scoring rules they share.
 """
 
 from __future__ import annotations
 
-from bindkit.tasks.oxford_paris import OxfordConvention, _meta
+from bindkit.tasks.instance._oxford import OxfordConvention, convention_metadata
 
 
 class Sculptures6k(OxfordConvention):
-    metadata = _meta(
+    metadata = convention_metadata(
         "sculptures6k",
         "Sculptures 6k",
         "https://www.robots.ox.ac.uk/~vgg/data/sculptures6k/ (ground truth and images)",

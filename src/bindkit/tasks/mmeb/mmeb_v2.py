@@ -31,7 +31,7 @@ value, ``list(set(labels))`` in this process: equal to ``eval.py`` run with the 
 in the visdoc results' options only when it is not the default. Binary labels (every other
 dataset) give the same value either way.
 
-Readers and file layout: :mod:`bindkit.tasks._mmeb_v2_data`. Inputs are embedded in chunks of
+Readers and file layout: :mod:`bindkit.tasks.mmeb._mmeb_v2_data`. Inputs are embedded in chunks of
 ``chunk_size`` (``--task-option chunk_size=N``) through the embedder (and its cache), with a
 progress line per chunk, so a killed run loses at most the chunk in flight and a rerun skips
 what the cache holds; finished datasets are result files the engine reuses. The chunk size
@@ -61,11 +61,11 @@ from bindkit.embed.prompts import Composed
 from bindkit.embed.protocol import Embedder, Role
 from bindkit.embed.video import VideoRef, require_video
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.results.tables import Table, label, pct
-from bindkit.tasks._mmeb_v2_data import SOURCES, Input, Query, Split
-from bindkit.tasks._pairs import decode_image
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
-from bindkit.tasks.mmeb import META_TASKS
+from bindkit.results.tables import Table, pct
+from bindkit.tasks._images import decode_image
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.mmeb._base import META_TASKS, MMEBTask
+from bindkit.tasks.mmeb._mmeb_v2_data import SOURCES, Input, Query, Split
 
 #: The leaderboard's datasets per meta-task and sub-task (``report_score_v2.py``'s lists).
 GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -161,7 +161,7 @@ class V2Data:
     digests: dict[str, str]  # dataset -> hash of its annotation files
 
 
-class MMEBV2(Task):
+class MMEBV2(MMEBTask):
     metadata = TaskMetadata(
         name="mmeb_v2",
         description="MMEB-V2: image, video and visual-document tasks (Hit@1; NDCG@5 for pages)",
@@ -313,11 +313,7 @@ class MMEBV2(Task):
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         """The leaderboard's tables: the mean score per meta-task and overall, and per sub-task
         (each cell: mean % and the datasets scored of the published count)."""
-        by_model: dict[str, dict[str, float]] = {}
-        for r in records:
-            value = r["scores"].get("score")
-            if isinstance(value, int | float) and r.get("subset") in LEADERBOARD:
-                by_model.setdefault(label(r), {})[str(r["subset"])] = float(value)
+        by_model = self.scores_by_model(records, LEADERBOARD)
         if not by_model:
             return []
 
@@ -383,15 +379,15 @@ def size_warning(subset: str, split: Split) -> str | None:
 
 def _annotation_files(root: Path, subset: str) -> list[Path]:
     """The dataset's annotation files; empty when a part it needs is absent."""
-    from bindkit.tasks._mmeb_v2_data import MVBENCH_SUBSETS, _read_beir, _read_mvbench
+    from bindkit.tasks.mmeb._mmeb_v2_data import MVBENCH_SUBSETS, read_beir, read_mvbench
 
     source = SOURCES[subset]
     if source.repo.startswith("ziyjiang/"):
         return source.files(root, subset)
     parts: tuple[str | None, ...] = (source.config,)
-    if source.reader is _read_beir:
+    if source.reader is read_beir:
         parts = ("queries", "qrels", "corpus")
-    elif source.reader is _read_mvbench:
+    elif source.reader is read_mvbench:
         parts = MVBENCH_SUBSETS
     found = [source.files(root, part) for part in parts]
     return [f for files in found for f in files] if all(found) else []
