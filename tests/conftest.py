@@ -8,6 +8,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,3 +90,16 @@ def vocab_copy(tmp_path: Path) -> Path:
     for path in builtin_vocabulary_dir().iterdir():
         (target / path.name).write_bytes(path.read_bytes())
     return target
+
+
+@pytest.fixture
+def cell(tmp_path: Path, base: Path) -> Iterator[Any]:
+    """A reliability-matrix row's own directory (``tests/_matrix.py``); ``base`` is each matrix
+    file's module fixture of shared inputs. Undo actions (unmount, chattr) run afterwards."""
+    from _matrix import Cell
+
+    made = Cell(tmp_path / "cell", base)
+    made.dir.mkdir()
+    yield made
+    for undo in reversed(made.undo):
+        undo()

@@ -22,7 +22,7 @@ import json
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -1412,15 +1412,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run_case(case: Case, cell: Cell, monkeypatch: pytest.MonkeyPatch) -> Outcome:
     """This file's builders and guarded inputs through the shared engine (``tests/_matrix.py``)."""
     return run_matrix_case(case, cell, monkeypatch, _build, INPUTS)
-
-
-@pytest.fixture
-def cell(tmp_path: Path, base: Path) -> Iterator[Cell]:
-    made = Cell(tmp_path / "cell", base)
-    made.dir.mkdir()
-    yield made
-    for undo in reversed(made.undo):
-        undo()
 
 
 def _params(slow: bool) -> list[object]:

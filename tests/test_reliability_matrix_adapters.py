@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -206,15 +206,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("matrix-adapters-base")
     generate_saber(root / "saber", seed=0, per_n=2, n_max=3)
     return root
-
-
-@pytest.fixture
-def cell(tmp_path: Path, base: Path) -> Iterator[Cell]:
-    made = Cell(tmp_path / "cell", base)
-    made.dir.mkdir()
-    yield made
-    for undo in reversed(made.undo):
-        undo()
 
 
 def run_case(case: Case, cell: Cell, monkeypatch: pytest.MonkeyPatch) -> Outcome:

@@ -383,15 +383,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture
-def cell(tmp_path: Path, base: Path) -> Iterator[Cell]:
-    made = Cell(tmp_path / "cell", base)
-    made.dir.mkdir()
-    yield made
-    for undo in reversed(made.undo):
-        undo()
-
-
 def run_case(case: Case, cell: Cell, monkeypatch: pytest.MonkeyPatch) -> Outcome:
     return run_matrix_case(case, cell, monkeypatch, _build, INPUTS)
 

@@ -5,7 +5,6 @@ local folder without any model files is named as such, not as "not a folder"."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,13 +36,6 @@ def _build(cell: Cell, name: str) -> None:
         shutil.copytree(cell.base / "saber", cell.dir / "s")
     else:  # pragma: no cover - a typo in a row
         raise KeyError(name)
-
-
-@pytest.fixture
-def cell(tmp_path: Path, base: Path) -> Iterator[Cell]:
-    made = Cell(tmp_path / "cell", base)
-    made.dir.mkdir()
-    yield made
 
 
 @pytest.mark.parametrize("case", ROWS, ids=[case.id for case in ROWS])

@@ -12,7 +12,7 @@ built once per module under ``base/fx``; each row copies its folder to ``d`` and
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -453,15 +453,6 @@ INPUTS = ("d",)
 def run_case(case: Case, cell: Cell, monkeypatch: pytest.MonkeyPatch) -> Outcome:
     """This file's builders and guarded inputs through the shared engine (``tests/_matrix.py``)."""
     return run_matrix_case(case, cell, monkeypatch, _build, INPUTS)
-
-
-@pytest.fixture
-def cell(tmp_path: Path, base: Path) -> Iterator[Cell]:
-    made = Cell(tmp_path / "cell", base)
-    made.dir.mkdir()
-    yield made
-    for undo in reversed(made.undo):
-        undo()
 
 
 #: refused only once the model is loaded: MMEB-V2 reads a dataset's rows when it scores it
