@@ -94,7 +94,7 @@ TRIALS: dict[str, dict[str, Any]] = {
     # third of the rows: relations and verbs kept meaningful (replace_rel, STS)
     "fullpararel-ctx-w1": {"data": "fullpararel", "preserve": "contexts", "weight": 1.0},
     # preservation of the scene contexts and as many everyday sentences without adjectives
-    # (demo.finetune.generic_sentences: actions, places, negation), half each
+    # (synth.preservation.generic_sentences: actions, places, negation), half each
     "fullpara-ctxgen-w1": {"data": "fullpara", "preserve": "ctxgen", "weight": 1.0},
     "fullpararel-ctxgen-w1": {"data": "fullpararel", "preserve": "ctxgen", "weight": 1.0},
     "fullpararel-gen-w1": {"data": "fullpararel", "preserve": "generic", "weight": 1.0},
@@ -164,7 +164,7 @@ TRIALS: dict[str, dict[str, Any]] = {
     # session 4: the preservation weight below 0.5, the plain run of the same mix, and the
     # plain and preserved adapters averaged in weight space (the front between them)
     "fullpararelnegL-plain-200": {"data": "fullpararelnegL", "preserve": None, "steps": 200},
-    # everyday binding scenes (demo.finetune.everyday_triplets) mixed in: LE 1/7 of the rows,
+    # everyday binding scenes (synth.everyday.everyday_triplets) mixed in: LE 1/7 of the rows,
     # LE2 1/4; LEO adds omission rows (the caption → it with one attribute dropped vs the swap),
     # LEOR replacement rows too (the caption → its paraphrase vs one attribute contradicted);
     # session 5: B adds bare rows (the caption → it with both attributes dropped vs the swap),
@@ -251,15 +251,11 @@ def say(text: str) -> None:
 # -- data -------------------------------------------------------------------------------------
 def prepare(work: Path, seed: int = 0, examples: int = 24000) -> None:
     from bindkit._io import atomic_write_bytes, jsonl_bytes
-    from bindkit.demo.finetune import (
-        MIXES,
-        context_sentences,
-        list_triplets,
-        paraphrase_triplets,
-        training_triplets,
-    )
+    from bindkit.synth.augment import list_triplets, paraphrase_triplets
     from bindkit.synth.backends.template import TemplateBackend
     from bindkit.synth.generate import generate
+    from bindkit.synth.mixes import MIXES, training_triplets
+    from bindkit.synth.preservation import context_sentences
     from bindkit.synth.splits import mixed_length_triplets, write_splits
 
     data = work / "data"
@@ -309,12 +305,8 @@ def extra_sets(work: Path, seed: int = 0) -> None:
     """Sets added after ``prepare`` (same examples): every training mix of MIXES and every
     preservation set of PRESERVATION_SETS not written yet."""
     from bindkit._io import atomic_write_bytes, jsonl_bytes
-    from bindkit.demo.finetune import (
-        MIXES,
-        PRESERVATION_SETS,
-        preservation_sentences,
-        training_triplets,
-    )
+    from bindkit.synth.mixes import MIXES, training_triplets
+    from bindkit.synth.preservation import PRESERVATION_SETS, preservation_sentences
 
     train = train_examples(work, seed)
     for name in PRESERVATION_SETS:

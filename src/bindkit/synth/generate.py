@@ -453,6 +453,11 @@ def check_options(
         )
 
 
+# packaged synth data that no generated example is made from (the recipe's everyday words,
+# synth.everyday): left out of a run's identity, so that editing it refuses no resume
+NOT_GENERATION_DATA = frozenset({"everyday.toml"})
+
+
 def _synth_data_hashes() -> dict[str, str]:
     from importlib.resources import files
 
@@ -460,7 +465,8 @@ def _synth_data_hashes() -> dict[str, str]:
 
     root = files("bindkit.synth").joinpath("data")
     digest = []
-    for name in sorted(p.name for p in root.iterdir() if p.is_file()):
+    names = (p.name for p in root.iterdir() if p.is_file() and p.name not in NOT_GENERATION_DATA)
+    for name in sorted(names):
         digest.append(f"{name}:{sha256_bytes(root.joinpath(name).read_bytes())}")
     return {
         "controls_sha256": sha256_bytes(root.joinpath("controls.toml").read_bytes()),
