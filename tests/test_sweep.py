@@ -120,6 +120,9 @@ def test_front_on_hand_made_points() -> None:
         ('[search.lora_r]\ntype = "float"\nlow = 1\nhigh = 4\n', r"search\.lora_r\.type 'float'"),
         ('[search.margin]\ntype = "categorical"\nchoices = []\n', r"search\.margin\.choices"),
         ('[search.margin]\ntype = "float"\nlow = 0.0\nhigh = 0.1\n', r"grid sampler needs"),
+        # the far end of the space is checked too, not only its first point
+        ('[search.lr]\ntype = "categorical"\nchoices = [0.01, 2.0]\n', r"search\]: --lr 2"),
+        ('[search.lr]\ntype = "categorical"\nchoices = [0.01, 5.0, 0.02]\n', r"--lr 5"),
     ],
 )
 def test_bad_distributions_name_the_key(tmp_path: Path, search: str, message: str) -> None:

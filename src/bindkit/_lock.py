@@ -25,9 +25,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bindkit._io import atomic_write_text, make_dirs
 from bindkit.errors import BindkitError, path_error
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
 
 LOCK_NAME = ".bindkit.lock"
 
@@ -66,7 +70,7 @@ def host_lock_path(key: str) -> Path:
     return folder / (hashlib.sha256(key.encode("utf-8")).hexdigest()[:32] + ".lock")
 
 
-def os_lock(path: Path, *, blocking: bool) -> object:
+def os_lock(path: Path, *, blocking: bool) -> BaseFileLock:
     """A :class:`filelock.FileLock` on ``path`` (mode 0666, so every user of the host can take
     it); with ``blocking``, ``acquire()`` waits, else it raises :class:`filelock.Timeout`."""
     from filelock import FileLock
@@ -107,7 +111,7 @@ def directory_lock(directory: Path, command: str) -> Iterator[Path]:
     path = directory / LOCK_NAME
     guard = os_lock(host_lock_path(str(directory.resolve())), blocking=False)
     try:
-        guard.acquire()  # type: ignore[attr-defined]
+        guard.acquire()
     except Timeout:
         # the holder writes its file right after taking the OS lock: give it a moment
         holder = _read_holder(path)
@@ -142,4 +146,4 @@ def directory_lock(directory: Path, command: str) -> Iterator[Path]:
             if holder is not None and holder.get("pid") == me["pid"]:
                 path.unlink(missing_ok=True)
     finally:
-        guard.release()  # type: ignore[attr-defined]
+        guard.release()

@@ -383,20 +383,28 @@ def _objectives(
 
 
 def _check_first_point(config: SweepConfig) -> None:
-    """Build one TrainConfig (low ends, first choices) so its own checks run before any trial."""
-    params = {p.name: _first(p) for p in config.search}
+    """Build the TrainConfigs of the search space's corners (every low end, every high end,
+    each categorical choice) so the trainer's own checks run on them before any trial: a range
+    whose far end the trainer refuses fails now, not in the middle of the study."""
+    params = {p.name: _end(p, 0) for p in config.search}
     if "model" not in config.fixed and "model" not in params:
         raise BindkitError(f"{config.path}: [train] model: missing; give the model spec to train")
     if "train" not in config.fixed and "train" not in params:
         raise BindkitError(f"{config.path}: [train] train: missing; give the triplet JSONL file")
-    try:
-        config.train_config(params, config.path.parent / "unused", progress=False)
-    except BindkitError as exc:
-        raise BindkitError(f"{config.path}: [train]/[search]: {exc}") from None
+    corners = [params, {p.name: _end(p, -1) for p in config.search}]
+    for param in config.search:
+        corners += [{**params, param.name: choice} for choice in param.choices[1:-1]]
+    for corner in corners:
+        try:
+            config.train_config(corner, config.path.parent / "unused", progress=False)
+        except BindkitError as exc:
+            raise BindkitError(f"{config.path}: [train]/[search]: {exc}") from None
 
 
-def _first(param: Param) -> Any:
+def _end(param: Param, end: int) -> Any:
+    """The low (``end`` 0) or high (-1) end of a distribution: its first or last choice."""
     if param.kind == "categorical":
-        return param.choices[0]
-    assert param.low is not None
-    return int(param.low) if param.kind == "int" else param.low
+        return param.choices[end]
+    value = param.low if end == 0 else param.high
+    assert value is not None
+    return int(value) if param.kind == "int" else value

@@ -405,7 +405,7 @@ def run_sweep(
     make_dirs(out)
     url = storage or f"sqlite:///{(out / STUDY_DB).resolve()}"
     # one worker at a time opens the storage, scores the base model and draws a trial
-    lock: Any = os_lock(out / LOCK, blocking=True)
+    lock = os_lock(out / LOCK, blocking=True)
     with lock:
         study, rdb = _open_study(config, url, seed)
         reclaimed = reclaim_dead_trials(study, rdb)
