@@ -384,18 +384,20 @@ def test_two_workers_started_together_share_one_study(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_staggered_grid_workers_run_each_point_once(tmp_path: Path) -> None:
-    """The second worker starts once the first one's trial folder exists: Optuna's grid sampler
-    gave trial n point n of a grid each worker shuffled by its own --seed, so points ran twice
-    and others never."""
+    """The second worker starts once the first one's trial folder exists, and each asks for the
+    whole grid. Optuna's grid sampler gave trial n point n of a grid each worker shuffled by its
+    own --seed (now refused with grid), and once every point had started it handed a running
+    one out again (a duplicate, failed as busy): now each point runs once, then both stop."""
     search = '[search.lr]\ntype = "categorical"\nchoices = [0.01, 0.02, 0.03, 0.04]\n'
     config = write_sweep(tmp_path, search=search)
+    config.write_text(config.read_text().replace("trials = 2", "trials = 4"))
     out = tmp_path / "s"
-    first = _worker(config, out, "--n-trials", "2")
+    first = _worker(config, out)
     deadline = time.monotonic() + 300
     while not (out / "trials").is_dir():
         assert first.poll() is None and time.monotonic() < deadline
         time.sleep(0.1)
-    second = _worker(config, out, "--n-trials", "2")
+    second = _worker(config, out)
     for worker in (first, second):
         _, err = worker.communicate(timeout=600)
         assert worker.returncode == 0, err
