@@ -166,6 +166,18 @@ def test_paths_are_relative_to_the_file(tmp_path: Path) -> None:
     assert config.objectives == {"binding": ("bind",), "general": ("sts",)}
 
 
+def test_a_study_definition_is_by_content_not_path(tmp_path: Path) -> None:
+    """Workers on other machines hold the same files elsewhere: they define the same study."""
+    from bindkit.sweep.study import study_definition
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    here, there = write_sweep(tmp_path / "a"), write_sweep(tmp_path / "b")
+    assert study_definition(load_config(here)) == study_definition(load_config(there))
+    (tmp_path / "b" / "sts.jsonl").write_text(json.dumps(STS[0]) + "\n")
+    assert study_definition(load_config(here)) != study_definition(load_config(there))
+
+
 def test_shipped_example_parses() -> None:
     pytest.importorskip("optuna")
     text = (ROOT / "examples" / "sweep.toml").read_text()

@@ -71,16 +71,17 @@ def trial_key(config: TrainConfig) -> str:
 
 def study_definition(config: SweepConfig) -> dict[str, Any]:
     """What every trial of a study shares, so that they can be ranked together: the fixed
-    ``[train]`` values (input files by content), the panel (data by resolved path, a data
-    file by content too) and the objectives."""
+    ``[train]`` values, the panel and the objectives; a data file by its content (a data folder
+    by its name), so that workers on other machines, their files elsewhere, agree."""
 
     def data(value: str | None) -> Any:
+        # by content, not path: workers on other machines hold the same files elsewhere
         if value is None:
             return None
         path = Path(value)
-        return (
-            {"path": str(path.resolve()), "sha256": sha256_file(path)} if path.is_file() else value
-        )
+        if path.is_file():
+            return {"sha256": sha256_file(path)}
+        return {"folder": path.name} if path.is_dir() else value
 
     fixed = {
         k: (data(v) if k in PATH_FIELDS and isinstance(v, str) else v)
