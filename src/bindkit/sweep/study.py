@@ -386,6 +386,10 @@ def run_sweep(
     Returns:
         A summary: the study name, trial counts by state, the output paths.
     """
+    import warnings
+
+    import optuna
+
     from bindkit._io import make_dirs
     from bindkit._lock import os_lock
     from bindkit.sweep.report import write_outputs
@@ -430,8 +434,14 @@ def run_sweep(
     for _ in range(count):
         lock.acquire()
         try:
-            if config.sampler == "grid" and not grid_points_left(study, config):
-                break
+            if config.sampler == "grid":
+                # a stale trial of a worker elsewhere is failed and re-enqueued first (Optuna
+                # does that when a trial starts; this worker may start none)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    optuna.storages.fail_stale_trials(study)
+                if not grid_points_left(study, config):
+                    break
             objective.drawn = lock.release  # once the trial's point is drawn
             study.optimize(objective, n_trials=1, catch=(DivergedError,), callbacks=[rewrite])
         finally:
