@@ -88,10 +88,10 @@ def test_demo_plumbing_on_a_tiny_run(tmp_path: Path) -> None:
     assert summary["table"]["base"]["ii"] == summary["table"]["text-only LoRA"]["ii"]
     assert summary["optimizer_steps"] == 2 and summary["provenance"]
     assert json.loads((out / "demo.json").read_text()) == summary
-    stamp = (out / "run" / "demo-run.json").read_text(encoding="utf-8")
+    record = (out / "run" / "train.json").read_text(encoding="utf-8")
     # a rerun reuses the finished training and the rendered images, and gives the same table
     assert run_tiny_clip_demo(options)["table"] == summary["table"]
-    assert (out / "run" / "demo-run.json").read_text(encoding="utf-8") == stamp
+    assert (out / "run" / "train.json").read_text(encoding="utf-8") == record
 
 
 def test_cli_refuses_minilm_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -51,3 +51,45 @@ def test_a_stale_lock_from_a_dead_process_is_taken_over(tmp_path: Path) -> None:
     )
     with directory_lock(tmp_path, "new") as path:
         assert json.loads(path.read_text())["pid"] == os.getpid()
+
+
+def test_the_os_lock_excludes_even_without_the_holder_file(tmp_path: Path) -> None:
+    """The exclusion is the OS lock, not the file: deleting the file does not let a second
+    writer in (the old O_EXCL scheme did), and the message still names the command."""
+    with directory_lock(tmp_path, "first"):
+        (tmp_path / LOCK_NAME).unlink()
+        with (
+            pytest.raises(LockedError, match="in use by another bindkit command"),
+            directory_lock(tmp_path, "second"),
+        ):
+            pass
+
+
+def test_a_killed_holders_lock_is_taken_over(tmp_path: Path) -> None:
+    """kill -9 of a holder leaves its file behind; the kernel dropped its OS lock, so the next
+    writer takes the directory at once."""
+    import signal
+    import time
+
+    code = (
+        "import sys, time; from pathlib import Path; from bindkit._lock import directory_lock\n"
+        "with directory_lock(Path(sys.argv[1]), 'holder'):\n"
+        "    print('held', flush=True); time.sleep(60)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with (
+        pytest.raises(LockedError, match=rf"holder \(PID {holder.pid}\)"),
+        directory_lock(tmp_path, "second"),
+    ):
+        pass
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    assert (tmp_path / LOCK_NAME).exists()  # left behind by the killed holder
+    started = time.monotonic()
+    with directory_lock(tmp_path, "next") as path:
+        assert '"command": "next"' in path.read_text()
+    assert time.monotonic() - started < 5

@@ -120,6 +120,9 @@ def test_front_on_hand_made_points() -> None:
         ('[search.lora_r]\ntype = "float"\nlow = 1\nhigh = 4\n', r"search\.lora_r\.type 'float'"),
         ('[search.margin]\ntype = "categorical"\nchoices = []\n', r"search\.margin\.choices"),
         ('[search.margin]\ntype = "float"\nlow = 0.0\nhigh = 0.1\n', r"grid sampler needs"),
+        # the far end of the space is checked too, not only its first point
+        ('[search.lr]\ntype = "categorical"\nchoices = [0.01, 2.0]\n', r"search\]: --lr 2"),
+        ('[search.lr]\ntype = "categorical"\nchoices = [0.01, 5.0, 0.02]\n', r"--lr 5"),
     ],
 )
 def test_bad_distributions_name_the_key(tmp_path: Path, search: str, message: str) -> None:
@@ -161,6 +164,18 @@ def test_paths_are_relative_to_the_file(tmp_path: Path) -> None:
     assert config.fixed["train"] == str(tmp_path / "train.jsonl")
     assert config.panel[1].data == str(tmp_path / "sts.jsonl")
     assert config.objectives == {"binding": ("bind",), "general": ("sts",)}
+
+
+def test_a_study_definition_is_by_content_not_path(tmp_path: Path) -> None:
+    """Workers on other machines hold the same files elsewhere: they define the same study."""
+    from bindkit.sweep.study import study_definition
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    here, there = write_sweep(tmp_path / "a"), write_sweep(tmp_path / "b")
+    assert study_definition(load_config(here)) == study_definition(load_config(there))
+    (tmp_path / "b" / "sts.jsonl").write_text(json.dumps(STS[0]) + "\n")
+    assert study_definition(load_config(here)) != study_definition(load_config(there))
 
 
 def test_shipped_example_parses() -> None:
@@ -228,10 +243,10 @@ def test_a_diverging_trial_is_failed_and_the_study_goes_on(
 
     real = trainer.train_triplets
 
-    def diverging(config: Any) -> Any:  # the trainer's own stop on a NaN loss (tested there)
+    def diverging(config: Any, **options: Any) -> Any:  # the trainer's stop on a NaN loss
         if config.lr == 0.5:
             raise TrainingDivergedError(f"{config.out}: the loss became nan at step 1")
-        return real(config)
+        return real(config, **options)
 
     monkeypatch.setattr(trainer, "train_triplets", diverging)
     search = '[search.lr]\ntype = "categorical"\nchoices = [0.5, 0.01]\n'
@@ -291,3 +306,165 @@ def test_kill_9_and_rerun_resumes_the_interrupted_trial(tmp_path: Path) -> None:
         ("0", "FAIL"), ("1", "COMPLETE"), ("1", "COMPLETE"),
     ]  # fmt: skip
     assert "worker killed" in rows[1]["note"] and "retry of trial 0" in rows[2]["note"]
+
+
+# -- reuse and concurrency -------------------------------------------------------------------
+
+
+def _records(out: Path) -> dict[str, dict[str, Any]]:
+    """Each trial folder's train.json, by folder name."""
+    return {
+        p.parent.name: json.loads(p.read_text()) for p in sorted(out.glob("trials/*/train.json"))
+    }
+
+
+def test_a_study_with_other_fixed_values_in_the_same_out_retrains(tmp_path: Path) -> None:
+    """Issue 33: the trial folder was a digest of the searched values alone, so study t4
+    (max_steps 1) in t's folder reported t's 2-step run as its own."""
+    from bindkit.sweep.study import run_sweep
+
+    one_lr = '[search.lr]\ntype = "categorical"\nchoices = [0.01]\n'
+    config = write_sweep(tmp_path, search=one_lr)
+    out = tmp_path / "s"
+    assert run_sweep(config, out, progress=False)["states"] == {"COMPLETE": 1}
+    first = _records(out)
+    assert [r["optimizer_steps"] for r in first.values()] == [2]
+    config.write_text(
+        config.read_text()
+        .replace('name = "t"', 'name = "t4"')
+        .replace("max_steps = 2", "max_steps = 1")
+    )
+    assert run_sweep(config, out, progress=False)["states"] == {"COMPLETE": 1}
+    second = _records(out)
+    assert len(second) == 2 and first.items() <= second.items()  # the first run untouched
+    (new,) = set(second) - set(first)
+    assert second[new]["optimizer_steps"] == 1
+    study = optuna.load_study(study_name="t4", storage=f"sqlite:///{out / 'study.db'}")
+    assert study.trials[0].user_attrs["dir"] == f"trials/{new}"
+
+
+def test_a_study_rerun_with_another_definition_is_refused(tmp_path: Path) -> None:
+    """The trials of one study are ranked together: another fixed value or objective under the
+    same study name is refused with one line (before any trial)."""
+    from bindkit.sweep.study import run_sweep
+
+    config = write_sweep(tmp_path)
+    out = tmp_path / "s"
+    run_sweep(config, out, n_trials=0, progress=False)
+    text = config.read_text()
+    for old, new, what in [
+        ("max_steps = 2", "max_steps = 3", r"another \[train\] max_steps"),
+        ('general = "sts"', 'general = "bind"', r"another \[objectives\]"),
+        ('score = "spearman"', 'score = "pearson"', r"another \[\[panel\]\]"),
+    ]:
+        config.write_text(text.replace(old, new, 1))
+        with pytest.raises(BindkitError, match=rf"study 't' in the storage was run with {what}"):
+            run_sweep(config, out, n_trials=0, progress=False)
+    (tmp_path / "train.jsonl").write_text((tmp_path / "train.jsonl").read_text() * 2)
+    config.write_text(text)
+    with pytest.raises(BindkitError, match=r"another \[train\] train"):
+        run_sweep(config, out, n_trials=0, progress=False)
+
+
+def _worker(config: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "BINDKIT_PROGRESS": "0"}
+    command = [sys.executable, "-m", "bindkit", "sweep", str(config), "--out", str(out), "-q"]
+    return subprocess.Popen(
+        [*command, *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _grid_points(out: Path, study: str = "t") -> list[tuple[str, float]]:
+    trials = optuna.load_study(study_name=study, storage=f"sqlite:///{out / 'study.db'}").trials
+    return sorted((t.state.name, t.params["lr"]) for t in trials)
+
+
+def test_two_workers_started_together_share_one_study(tmp_path: Path) -> None:
+    """Experiment 4 of the turn-4 review: of two workers started at the same moment on one new
+    SQLite study, one failed at once (the schema-creation race, or the base panel's lock). Each
+    asks for the whole grid: together they run each point exactly once."""
+    config = write_sweep(tmp_path)
+    out = tmp_path / "s"
+    workers = [_worker(config, out), _worker(config, out)]
+    results = [w.communicate(timeout=600) for w in workers]
+    for worker, (_, err) in zip(workers, results, strict=True):
+        assert worker.returncode == 0, err
+        assert "Traceback" not in err
+    assert _grid_points(out) == [("COMPLETE", 0.01), ("COMPLETE", 0.02)]
+    assert len(_records(out)) == 2
+
+
+@pytest.mark.slow
+def test_staggered_grid_workers_run_each_point_once(tmp_path: Path) -> None:
+    """The second worker starts once the first one's trial folder exists, and each asks for the
+    whole grid. Optuna's grid sampler gave trial n point n of a grid each worker shuffled by its
+    own --seed (now refused with grid), and once every point had started it handed a running
+    one out again (a duplicate, failed as busy): now each point runs once, then both stop."""
+    search = '[search.lr]\ntype = "categorical"\nchoices = [0.01, 0.02, 0.03, 0.04]\n'
+    config = write_sweep(tmp_path, search=search)
+    config.write_text(config.read_text().replace("trials = 2", "trials = 4"))
+    out = tmp_path / "s"
+    first = _worker(config, out)
+    deadline = time.monotonic() + 300
+    while not (out / "trials").is_dir():
+        assert first.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    second = _worker(config, out)
+    for worker in (first, second):
+        _, err = worker.communicate(timeout=600)
+        assert worker.returncode == 0, err
+    assert _grid_points(out) == [("COMPLETE", lr) for lr in (0.01, 0.02, 0.03, 0.04)]
+
+
+def _adapters_and_scores(out: Path) -> dict[float, Any]:
+    """Per grid point: the raw adapter's sha256 and the scores of every α."""
+    import hashlib
+
+    points: dict[float, Any] = {}
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{out / 'study.db'}")
+    for trial in study.trials:
+        if trial.state.name != "COMPLETE":
+            continue
+        weights = out / trial.user_attrs["dir"] / "adapter-raw" / "adapter_model.safetensors"
+        sha = hashlib.sha256(weights.read_bytes()).hexdigest()
+        assert trial.params["lr"] not in points  # each point once
+        points[trial.params["lr"]] = (sha, trial.user_attrs["points"])
+    return points
+
+
+@pytest.mark.slow
+def test_kill_9_in_a_grid_trial_then_rerun_equals_the_uninterrupted_run(tmp_path: Path) -> None:
+    """Experiment 1 of the turn-4 review: killed while its second trial ran, a 3-point grid
+    study's rerun failed in Optuna's grid sampler (``KeyError: 'grid_id'``: the retry was
+    enqueued without its grid point). Now the rerun finishes the study, and every point's
+    adapter and scores equal those of an uninterrupted run."""
+    search = '[search.lr]\ntype = "categorical"\nchoices = [0.01, 0.02, 0.03]\n'
+    config = write_sweep(tmp_path, search=search, max_steps=6, save_every=1, batch_size=1)
+    config.write_text(config.read_text().replace("trials = 2", "trials = 3"))
+    reference = tmp_path / "reference"
+    done = _worker(config, reference)
+    _, err = done.communicate(timeout=900)
+    assert done.returncode == 0, err
+
+    out = tmp_path / "killed"
+    worker = _worker(config, out)
+    deadline = time.monotonic() + 600
+    while len(list(out.glob("trials/*/train.json"))) < 1 or not list(
+        out.glob("trials/*/checkpoint/state.pt")
+    ):
+        assert worker.poll() is None, worker.communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+    states = [t[0] for t in _grid_points(out)]
+    assert states.count("RUNNING") == 1 and states.count("COMPLETE") == 1
+
+    rerun = _worker(config, out)
+    _, err = rerun.communicate(timeout=900)
+    assert rerun.returncode == 0, err
+    assert "Traceback" not in err
+    assert [s for s, _ in _grid_points(out)].count("COMPLETE") == 3
+    assert _adapters_and_scores(out) == _adapters_and_scores(reference)
+    rows = read_csv(out / "sweep.csv")
+    assert sum("worker killed" in r["note"] for r in rows) == 1

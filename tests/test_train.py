@@ -347,6 +347,17 @@ def test_plan_order_is_seeded_and_sharded() -> None:
     assert Plan(rows=10, batch_size=2, world=1, epochs=1, seed=4).order != other
 
 
+def test_a_plan_builds_only_the_epochs_it_reaches() -> None:
+    """--epochs 1e12 with --max-steps 2 used to build every epoch's permutation up front."""
+    from bindkit.train.trainer import Plan
+
+    huge = Plan(rows=10, batch_size=2, world=2, epochs=10**12, seed=3)
+    small = Plan(rows=10, batch_size=2, world=2, epochs=2, seed=3)
+    assert huge.total == 3 * 10**12 and small.total == len(small.order) == 6
+    assert [huge.batch(m) for m in range(6)] == small.order
+    assert huge.shard(4, 1) == small.order[4][1::2]
+
+
 def test_relational_preservation_alone_builds_the_preservation_term(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -52,7 +52,6 @@ SOUP = 2  # the default --soup: preserved runs (seeds seed, seed + 1, …) avera
 SOUP_PRESERVATION = (PRESERVATION, "ctxgenD")
 TRAIN = "demo-train.jsonl"
 PRESERVE = "preserve.jsonl"
-STAMP = "demo-run.json"  # what a run was made from, so that a rerun can reuse or resume it
 PRESERVE_BATCH = 32  # preservation sentences per batch
 VAL_TRIPLETS = 256  # the LiNeS sweep's validation triplets (the first of val.jsonl)
 TEST_TRIPLETS = 1024  # the held-out column (the first of test.jsonl)
@@ -172,9 +171,8 @@ def _train(
     preserve: str | None,
     seed: int | None = None,
 ) -> dict[str, Any]:
-    from bindkit._io import sha256_file
-    from bindkit.train.config import NON_RESULT_FIELDS, TrainConfig
-    from bindkit.train.trainer import train_triplets
+    from bindkit.train.config import TrainConfig
+    from bindkit.train.trainer import reusable_run, train_triplets
 
     config = TrainConfig(
         model=MODEL,
@@ -195,33 +193,13 @@ def _train(
         progress=options.progress,
     )
     # A rerun of the same demo reuses a finished run and resumes a killed one from its last
-    # checkpoint; a run made with other options or data (the stamp differs) starts over.
-    run = Path(config.out)
-    stamp = json.dumps(
-        {
-            "options": {k: v for k, v in config.record().items() if k not in NON_RESULT_FIELDS},
-            "train_sha256": sha256_file(data / TRAIN),
-            "preserve_sha256": sha256_file(data / preserve_file(preserve)) if preserve else None,
-        },
-        sort_keys=True,
-    )
-    same, record = stamped_run(run, stamp)
+    # checkpoint; a run made with other options or data starts over: the trainer's one reuse
+    # rule (its run identity hashes every option and input file).
+    record = reusable_run(config)
     if record is not None:
-        _say(options, f"run `{name}`: finished earlier, reusing {run}")
+        _say(options, f"run `{name}`: finished earlier, reusing {config.out}")
         return record
-    return train_triplets(dataclasses.replace(config, overwrite=not same))
-
-
-def stamped_run(run: Path, stamp: str) -> tuple[bool, dict[str, Any] | None]:
-    """Whether ``run`` was made from ``stamp`` (then a killed run resumes, else it starts over)
-    and, if it was and finished, its record; ``run`` is stamped for the training to come."""
-    same = (run / STAMP).is_file() and (run / STAMP).read_text(encoding="utf-8") == stamp
-    if same and (run / "train.json").is_file():
-        record: dict[str, Any] = json.loads((run / "train.json").read_text(encoding="utf-8"))
-        return True, record
-    run.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run / STAMP, stamp)
-    return same, None
+    return train_triplets(dataclasses.replace(config, overwrite=True), reuse=True)
 
 
 def _evaluate(

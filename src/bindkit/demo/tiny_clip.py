@@ -45,7 +45,6 @@ ENSEMBLE_WEIGHT = 1.0
 PAIRINGS = ("tt", "ti", "it", "ii")
 TRAIN = "train.jsonl"
 ENSEMBLE = "ensemble.jsonl"
-STAMP = "demo-run.json"
 # What the demo writes into OUT: a rerun reuses and replaces these, so OUT may hold nothing else.
 DEMO_ENTRIES = frozenset(
     {"saber", "data", "run", "results", "demo.md", "demo.json", ".bindkit.lock"}
@@ -191,8 +190,8 @@ def _train(
     from bindkit._io import atomic_write_bytes, jsonl_bytes, sha256_file
     from bindkit.embed.registry import load_embedder
     from bindkit.train.auxiliary import EnsembleDistillationTerm
-    from bindkit.train.config import NON_RESULT_FIELDS, TrainConfig
-    from bindkit.train.trainer import train_triplets
+    from bindkit.train.config import TrainConfig
+    from bindkit.train.trainer import reusable_run, train_triplets
 
     data = out / "data"
     atomic_write_bytes(data / TRAIN, jsonl_bytes(rows))
@@ -213,21 +212,15 @@ def _train(
         seed=options.seed,
         progress=options.progress,
     )
-    run = Path(config.out)
-    stamp = json.dumps(
-        {
-            "options": {k: v for k, v in config.record().items() if k not in NON_RESULT_FIELDS},
-            "train_sha256": sha256_file(data / TRAIN),
-            "ensemble_sha256": sha256_file(data / ENSEMBLE),
-            "ensemble": {"batch": ENSEMBLE_BATCH, "weight": ENSEMBLE_WEIGHT},
-        },
-        sort_keys=True,
-    )
-    from bindkit.demo.finetune import stamped_run
-
-    same, record = stamped_run(run, stamp)
+    # the one reuse rule: the trainer's run identity (every option and input file), with the
+    # ensemble term's data and weights, which the config does not name
+    extra = {
+        "ensemble_sha256": sha256_file(data / ENSEMBLE),
+        "ensemble": {"batch": ENSEMBLE_BATCH, "weight": ENSEMBLE_WEIGHT},
+    }
+    record = reusable_run(config, extra_identity=extra)
     if record is not None:
-        _say(options, f"training finished earlier, reusing {run}")
+        _say(options, f"training finished earlier, reusing {config.out}")
         return record
     teacher = load_embedder(MODEL, batch_size=512, cache=False, progress=False)
     term = EnsembleDistillationTerm(
@@ -237,7 +230,12 @@ def _train(
         ENSEMBLE_BATCH,
         ENSEMBLE_WEIGHT,
     )
-    return train_triplets(dataclasses.replace(config, overwrite=not same), auxiliary_losses=[term])
+    return train_triplets(
+        dataclasses.replace(config, overwrite=True),
+        auxiliary_losses=[term],
+        reuse=True,
+        extra_identity=extra,
+    )
 
 
 def _evaluate(out: Path, saber: Path, models: dict[str, str]) -> tuple[dict[str, Any], list[Any]]:

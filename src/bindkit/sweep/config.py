@@ -44,6 +44,10 @@ from bindkit.errors import BindkitError
 from bindkit.train.config import TrainConfig
 
 SAMPLERS = ("tpe", "nsga2", "grid", "random")
+# Upper bounds: a count past these is a typo, not a plan (each trial trains a model).
+MAX_TRIALS = 10_000
+MAX_SEED = 2**32 - 1  # numpy's seed range, which every Optuna sampler uses
+MAX_ALPHAS = 20
 KINDS = ("float", "log-float", "int", "categorical")
 # TrainConfig fields that are file paths: relative paths are read from the TOML file's folder.
 PATH_FIELDS = ("train", "val", "sts", "preserve")
@@ -137,16 +141,21 @@ def load_config(path: str | Path) -> SweepConfig:
         raise BindkitError(f"{path}: study.sampler {sampler!r}: use {', '.join(SAMPLERS)}")
     trials = study.get("trials", 10)
     seed = study.get("seed", 0)
-    for key, value in (("trials", trials), ("seed", seed)):
-        if type(value) is not int or value < 0:
-            raise BindkitError(f"{path}: study.{key} {value!r}: give a whole number >= 0")
+    for key, value, high in (("trials", trials, MAX_TRIALS), ("seed", seed, MAX_SEED)):
+        check_count(f"{path}: study.{key}", value, high)
     alphas = study.get("lines_alphas", [])
-    if not isinstance(alphas, list) or not all(
-        isinstance(a, int | float) and not isinstance(a, bool) and 0.0 <= a < 1.0 for a in alphas
+    if (
+        not isinstance(alphas, list)
+        or len(alphas) > MAX_ALPHAS
+        or len(set(alphas)) != len(alphas)
+        or not all(
+            isinstance(a, int | float) and not isinstance(a, bool) and 0.0 <= a < 1.0
+            for a in alphas
+        )
     ):
         raise BindkitError(
-            f"{path}: study.lines_alphas {alphas!r}: give a list of LiNeS alphas in [0, 1) "
-            "(alpha 1, the raw adapter, is always scored)"
+            f"{path}: study.lines_alphas {alphas!r}: give a list of at most {MAX_ALPHAS} distinct "
+            "LiNeS alphas in [0, 1) (alpha 1, the raw adapter, is always scored)"
         )
     fixed = _fixed(path, base, _table(path, "train", data.get("train", {})))
     search = _search(path, base, _table(path, "search", data.get("search", {})), fixed)
@@ -169,6 +178,16 @@ def load_config(path: str | Path) -> SweepConfig:
     )
     _check_first_point(config)
     return config
+
+
+def check_count(name: str, value: Any, high: int) -> None:
+    """Refuse anything but a whole number in ``[0, high]``, with one line naming it.
+
+    Example:
+        >>> check_count("--n-trials", 3, MAX_TRIALS)
+    """
+    if type(value) is not int or not 0 <= value <= high:
+        raise BindkitError(f"{name} {value!r}: give a whole number from 0 to {high}")
 
 
 def _table(path: Path, key: str, value: Any) -> dict[str, Any]:
@@ -364,20 +383,28 @@ def _objectives(
 
 
 def _check_first_point(config: SweepConfig) -> None:
-    """Build one TrainConfig (low ends, first choices) so its own checks run before any trial."""
-    params = {p.name: _first(p) for p in config.search}
+    """Build the TrainConfigs of the search space's corners (every low end, every high end,
+    each categorical choice) so the trainer's own checks run on them before any trial: a range
+    whose far end the trainer refuses fails now, not in the middle of the study."""
+    params = {p.name: _end(p, 0) for p in config.search}
     if "model" not in config.fixed and "model" not in params:
         raise BindkitError(f"{config.path}: [train] model: missing; give the model spec to train")
     if "train" not in config.fixed and "train" not in params:
         raise BindkitError(f"{config.path}: [train] train: missing; give the triplet JSONL file")
-    try:
-        config.train_config(params, config.path.parent / "unused", progress=False)
-    except BindkitError as exc:
-        raise BindkitError(f"{config.path}: [train]/[search]: {exc}") from None
+    corners = [params, {p.name: _end(p, -1) for p in config.search}]
+    for param in config.search:
+        corners += [{**params, param.name: choice} for choice in param.choices[1:-1]]
+    for corner in corners:
+        try:
+            config.train_config(corner, config.path.parent / "unused", progress=False)
+        except BindkitError as exc:
+            raise BindkitError(f"{config.path}: [train]/[search]: {exc}") from None
 
 
-def _first(param: Param) -> Any:
+def _end(param: Param, end: int) -> Any:
+    """The low (``end`` 0) or high (-1) end of a distribution: its first or last choice."""
     if param.kind == "categorical":
-        return param.choices[0]
-    assert param.low is not None
-    return int(param.low) if param.kind == "int" else param.low
+        return param.choices[end]
+    value = param.low if end == 0 else param.high
+    assert value is not None
+    return int(value) if param.kind == "int" else value

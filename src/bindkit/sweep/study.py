@@ -1,23 +1,33 @@
 """``run_sweep``: one worker of an Optuna study over ``TrainConfig`` overrides.
 
 A trial trains with :func:`bindkit.train.train_triplets` into ``DIR/trials/<key>``, where the key
-is a digest of its parameters, so a trial that is run again (a retry after a kill, or the same
-point drawn twice) finds its checkpoint or its finished run there. Each adapter — the raw one
-and one LiNeS copy per ``lines_alphas`` value (:func:`bindkit.adapters.lines.apply_lines`, no
-retraining) — is scored on the panel through :func:`bindkit.evaluate` (results under the
-trial's folder, the embedding cache shared). Optuna sees the raw adapter's objectives; every
-point, LiNeS ones included, enters the front in ``sweep.csv`` / ``sweep.md`` / ``sweep.png``.
+is a digest of the trial's whole run identity (:func:`bindkit.train.trainer.run_identity`: the
+searched and the fixed values, the input files by content), so a trial that is run again (a retry
+after a kill, the same point drawn twice) finds its checkpoint or its finished run there, and a
+study with other fixed values (another ``max_steps``) in the same folder never reuses it. Each
+adapter — the raw one and one LiNeS copy per ``lines_alphas`` value
+(:func:`bindkit.adapters.lines.apply_lines`, no retraining) — is scored on the panel through
+:func:`bindkit.evaluate` (results under the trial's folder, the embedding cache shared). Optuna
+sees the raw adapter's objectives; every point, LiNeS ones included, enters the front in
+``sweep.csv`` / ``sweep.md`` / ``sweep.png``.
 
 The study lives in an Optuna storage: ``sqlite:///DIR/study.db`` by default, or any URL Optuna's
 RDB storage takes (``--storage postgresql://…``), so several ``bindkit sweep`` processes — on one
-machine or many — are workers of one study. A killed worker's trial is failed and re-enqueued
-with the same parameters: at once by the next worker on the same host (its process is gone),
-else by any worker once its heartbeat is older than the grace period.
+machine or many — are workers of one study. Workers sharing ``DIR`` take ``DIR/.sweep.lock`` (a
+file lock they wait on) to open the storage, to score the base model once, and to draw each
+trial, so workers started together do not race on the schema or the base panel, and a grid
+point is drawn by one worker only. A killed worker's trial is failed and re-enqueued with the
+same parameters (and, in a grid study, the same grid point): at once by the next worker on the
+same host (its process is gone), else by any worker once its heartbeat is older than the grace
+period.
+
+A study keeps the definition it was started with (fixed ``[train]`` values, panel, objectives):
+rerunning it with another one is refused, since its trials would be ranked against the old ones.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import os
 import socket
@@ -25,13 +35,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bindkit._io import canonical_json, sha256_bytes
+from bindkit._io import canonical_json, sha256_bytes, sha256_file
 from bindkit._lock import process_alive
 from bindkit.errors import BindkitError
-from bindkit.sweep.config import PanelEntry, Param, SweepConfig, load_config
+from bindkit.sweep.config import (
+    MAX_SEED,
+    MAX_TRIALS,
+    PATH_FIELDS,
+    PanelEntry,
+    Param,
+    SweepConfig,
+    check_count,
+    load_config,
+)
+from bindkit.train.config import TrainConfig
 
 STUDY_DB = "study.db"
 TRIALS = "trials"
+LOCK = ".sweep.lock"
 HEARTBEAT_S = 30
 GRACE_S = 120
 
@@ -40,14 +61,60 @@ class DivergedError(Exception):
     """A trial whose loss or scores are not finite: recorded as failed, the study goes on."""
 
 
-def trial_key(params: dict[str, Any]) -> str:
-    """A stable folder name for a set of parameters.
+def trial_key(config: TrainConfig) -> str:
+    """The trial's folder name: a digest of its run identity (every option but the output
+    ones, the inputs by content), the same rule the trainer resumes and reuses by."""
+    from bindkit.train.trainer import run_identity
 
-    Example:
-        >>> trial_key({"lr": 0.001}) == trial_key({"lr": 0.001})
-        True
-    """
-    return "p-" + sha256_bytes(canonical_json(params).encode())[:12]
+    return "p-" + sha256_bytes(canonical_json(run_identity(config)).encode())[:12]
+
+
+def study_definition(config: SweepConfig) -> dict[str, Any]:
+    """What every trial of a study shares, so that they can be ranked together: the fixed
+    ``[train]`` values, the panel and the objectives; a data file by its content (a data folder
+    by its name), so that workers on other machines, their files elsewhere, agree."""
+
+    def data(value: str | None) -> Any:
+        # by content, not path: workers on other machines hold the same files elsewhere
+        if value is None:
+            return None
+        path = Path(value)
+        if path.is_file():
+            return {"sha256": sha256_file(path)}
+        return {"folder": path.name} if path.is_dir() else value
+
+    fixed = {
+        k: (data(v) if k in PATH_FIELDS and isinstance(v, str) else v)
+        for k, v in sorted(config.fixed.items())
+    }
+    panel = [{**dataclasses.asdict(p), "data": data(p.data)} for p in config.panel]
+    objectives = {k: list(v) for k, v in config.objectives.items()}
+    # as the storage gives it back (JSON), so that a stored definition compares equal
+    definition: dict[str, Any] = json_round_trip(
+        {"train": fixed, "panel": panel, "objectives": objectives}
+    )
+    return definition
+
+
+def json_round_trip(value: Any) -> Any:
+    """``value`` as JSON storage gives it back (lists for tuples), for comparing with it."""
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+def definition_change(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """The part of a study's definition that changed (``[train] max_steps``, ``[[panel]]``,
+    ``[objectives]``), or None."""
+    before, now = old.get("train") or {}, new["train"]
+    for key in sorted({*before, *now}):
+        if before.get(key) != now.get(key):
+            return f"[train] {key}"
+    if old.get("panel") != new["panel"]:
+        return "[[panel]]"
+    if old.get("objectives") != new["objectives"]:
+        return "[objectives]"
+    return None
 
 
 def suggest(trial: Any, param: Param) -> Any:
@@ -64,11 +131,15 @@ def suggest(trial: Any, param: Param) -> Any:
 
 
 def make_sampler(config: SweepConfig, seed: int | None) -> Any:
+    """The study's sampler. A grid is walked in ``study.seed``'s order by every worker: Optuna's
+    grid sampler gives trial ``n`` point ``n`` of its shuffled grid, so workers with other
+    shuffles would run some points twice and skip others."""
     import optuna
 
     seed = config.seed if seed is None else seed
     if config.sampler == "grid":
-        return optuna.samplers.GridSampler({p.name: p.grid() for p in config.search}, seed=seed)
+        space = {p.name: p.grid() for p in config.search}
+        return optuna.samplers.GridSampler(space, seed=config.seed)
     if config.sampler == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed)
     if config.sampler == "random":
@@ -76,35 +147,73 @@ def make_sampler(config: SweepConfig, seed: int | None) -> Any:
     return optuna.samplers.TPESampler(seed=seed)
 
 
+def grid_points_left(study: Any, config: SweepConfig) -> bool:
+    """Whether a grid study has a trial to run: a waiting one (a re-enqueued retry), or a grid
+    point no trial has started. Asked under the draw lock, so two workers never take one point
+    (Optuna's grid sampler would hand a started point out again once none is left)."""
+    from optuna.trial import TrialState
+
+    space = json_round_trip({p.name: list(p.grid()) for p in sorted(config.search, key=_name)})
+    points = math.prod(len(v) for v in space.values())
+    started = set()
+    for trial in study.get_trials(deepcopy=False):
+        if trial.state == TrialState.WAITING:
+            return True
+        attrs = trial.system_attrs
+        if "grid_id" in attrs and attrs.get("search_space") == space:
+            started.add(attrs["grid_id"])
+    return len(started) < points
+
+
+def _name(param: Param) -> str:
+    return param.name
+
+
 def open_storage(url: str) -> Any:
-    """An Optuna RDB storage with heartbeats, whose stale trials are retried."""
+    """An Optuna RDB storage with heartbeats, whose stale trials are retried.
+
+    Workers started together on one new database race to create its tables (workers sharing
+    ``OUT`` open it under its lock; others may not): the loser's "already exists" or duplicate
+    schema version is retried, once the winner's tables are there.
+    """
+    import time
     import warnings
 
     import optuna
     from optuna import storages
 
     retry: dict[str, Any]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            if hasattr(storages, "RetryHeartbeatStaleTrialCallback"):  # optuna >= 4.9
-                callback = storages.RetryHeartbeatStaleTrialCallback()
-                retry = {"heartbeat_stale_trial_callback": callback}
-            else:
-                retry = {"failed_trial_callback": storages.RetryFailedTrialCallback()}
-            return storages.RDBStorage(
-                url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S, **retry
-            )
-    except Exception as exc:  # sqlalchemy's and Optuna's errors: a bad URL, a server away
-        raise BindkitError(f"--storage: cannot open it ({type(exc).__name__}: {exc})") from None
+    for attempt in range(5):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                if hasattr(storages, "RetryHeartbeatStaleTrialCallback"):  # optuna >= 4.9
+                    callback = storages.RetryHeartbeatStaleTrialCallback()
+                    retry = {"heartbeat_stale_trial_callback": callback}
+                else:
+                    retry = {"failed_trial_callback": storages.RetryFailedTrialCallback()}
+                return storages.RDBStorage(
+                    url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S, **retry
+                )
+        except Exception as exc:  # sqlalchemy's and Optuna's errors: a bad URL, a server away
+            racing = "already exists" in str(exc) or "alembic_version" in str(exc)
+            if racing and attempt < 4:
+                time.sleep(0.5)
+                continue
+            raise BindkitError(f"--storage: cannot open it ({type(exc).__name__}: {exc})") from None
+    raise AssertionError("unreachable")
 
 
 def reclaim_dead_trials(study: Any, storage: Any) -> list[int]:
     """Fail and re-enqueue the RUNNING trials of workers on this host whose process is gone.
 
-    Returns the numbers of the trials reclaimed. Trials of other hosts are left to Optuna's
-    heartbeat (they are failed and retried once stale).
+    The retry is the killed trial's copy, as Optuna's own heartbeat retry makes it: the same
+    parameters (``fixed_params``) and system attributes, so a grid study's retry keeps its grid
+    point (without ``grid_id`` Optuna's grid sampler fails on it, and would run the point's
+    neighbour instead). Returns the numbers of the trials reclaimed. Trials of other hosts are
+    left to Optuna's heartbeat (they are failed and retried once stale).
     """
+    import optuna
     from optuna.trial import TrialState
 
     host, reclaimed = socket.gethostname(), []
@@ -118,7 +227,12 @@ def reclaim_dead_trials(study: Any, storage: Any) -> list[int]:
         # FrozenTrial has no public id; the storage API is keyed by it
         storage.set_trial_user_attr(trial._trial_id, "failure", "worker killed")
         if storage.set_trial_state_values(trial._trial_id, TrialState.FAIL):
-            study.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number})
+            retry = optuna.trial.create_trial(
+                state=TrialState.WAITING,
+                system_attrs={**trial.system_attrs, "fixed_params": dict(trial.params)},
+                user_attrs={"retry_of": trial.number},
+            )
+            study.add_trial(retry)
             reclaimed.append(trial.number)
     return reclaimed
 
@@ -128,21 +242,28 @@ def spec_with_adapter(model: str, adapter: Path | None) -> str:
 
 
 def score_panel(model: str, panel: tuple[PanelEntry, ...], results: Path) -> dict[str, float]:
-    """Each panel entry's score for ``model`` (through :func:`bindkit.evaluate`, resumable)."""
+    """Each panel entry's score for ``model`` (through :func:`bindkit.evaluate`, resumable).
+
+    An evaluation error names the panel entry first: its message names ``evaluate``'s options
+    (``--data``, ``--pairings``), which the sweep file spells ``panel[i].data``, ``.pairing``.
+    """
     from bindkit.evaluation import evaluate
 
     scores: dict[str, float] = {}
-    for entry in panel:
-        records = evaluate(
-            [model],
-            task=entry.task,
-            data=entry.data,
-            pairings=entry.pairing,
-            subsets=entry.subset,
-            out=results,
-            report=False,
-            verbose=False,
-        )
+    for index, entry in enumerate(panel):
+        try:
+            records = evaluate(
+                [model],
+                task=entry.task,
+                data=entry.data,
+                pairings=entry.pairing,
+                subsets=entry.subset,
+                out=results,
+                report=False,
+                verbose=False,
+            )
+        except BindkitError as exc:
+            raise BindkitError(f"panel[{index}] ({entry.name}): {exc}") from None
         values = []
         for record in records:
             if entry.score not in record["scores"]:
@@ -177,10 +298,15 @@ def _finite(values: Any) -> bool:
 
 
 class Objective:
-    """The function Optuna calls per trial."""
+    """The function Optuna calls per trial.
+
+    ``drawn`` is called once the trial's parameters are drawn: the worker releases its draw
+    lock there (see :func:`run_sweep`), before the long part, training and scoring.
+    """
 
     def __init__(self, config: SweepConfig, out: Path, progress: bool) -> None:
         self.config, self.out, self.progress = config, out, progress
+        self.drawn: Any = lambda: None
 
     def __call__(self, trial: Any) -> tuple[float, ...]:
         from bindkit._lock import LockedError
@@ -189,19 +315,19 @@ class Objective:
         from bindkit.train.trainer import RAW, train_triplets
 
         config = self.config
-        trial.set_user_attr("worker", {"host": socket.gethostname(), "pid": os.getpid()})
-        params = {p.name: suggest(trial, p) for p in config.search}
-        key = trial_key(params)
+        try:
+            trial.set_user_attr("worker", {"host": socket.gethostname(), "pid": os.getpid()})
+            params = {p.name: suggest(trial, p) for p in config.search}
+        finally:
+            self.drawn()
+        train_config = config.train_config(params, self.out / TRIALS, self.progress)
+        key = trial_key(train_config)
         folder = self.out / TRIALS / key
         trial.set_user_attr("dir", f"{TRIALS}/{key}")
-        train_config = config.train_config(params, folder, self.progress)
-        done = folder / "train.json"
+        train_config = dataclasses.replace(train_config, out=str(folder))
         try:
-            record = (
-                json.loads(done.read_text(encoding="utf-8"))
-                if done.is_file()
-                else train_triplets(train_config)
-            )
+            # the trainer's reuse rule: a finished run of this identity is returned as it is
+            record = train_triplets(train_config, reuse=True)
         except LockedError as exc:
             trial.set_user_attr("failure", f"busy: {exc}")
             raise DivergedError(str(exc)) from None
@@ -259,25 +385,86 @@ def run_sweep(
         out: The sweep folder: trials, results, the default SQLite study.
         storage: An Optuna storage URL shared by the workers (default ``sqlite:///OUT/study.db``).
         n_trials: Trials this worker runs (0: only rewrite the outputs).
-        seed: The sampler's seed (default: the file's); give each worker its own.
+        seed: The sampler's seed (default: the file's); give each worker its own (not with
+            the grid sampler, whose order is the file's in every worker).
         progress: Training progress bars and one line per trial.
 
     Returns:
         A summary: the study name, trial counts by state, the output paths.
     """
+    import warnings
+
     import optuna
 
     from bindkit._io import make_dirs
+    from bindkit._lock import os_lock
     from bindkit.sweep.report import write_outputs
 
     config = load_config(config_path)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise BindkitError(f"--out {out}: is a file; give a folder for the sweep")
-    if n_trials is not None and n_trials < 0:
-        raise BindkitError(f"--n-trials {n_trials}: give a whole number >= 0")
+    if n_trials is not None:
+        check_count("--n-trials", n_trials, MAX_TRIALS)
+    if seed is not None:
+        check_count("--seed", seed, MAX_SEED)
+        if config.sampler == "grid":
+            raise BindkitError(
+                f"--seed {seed}: the grid sampler walks the grid in study.seed's order in every "
+                "worker (so that no point runs twice); leave --seed out"
+            )
     make_dirs(out)
     url = storage or f"sqlite:///{(out / STUDY_DB).resolve()}"
+    # one worker at a time opens the storage, scores the base model and draws a trial
+    lock = os_lock(out / LOCK, blocking=True)
+    with lock:
+        study, rdb = _open_study(config, url, seed)
+        reclaimed = reclaim_dead_trials(study, rdb)
+        if reclaimed and progress:
+            print(f"sweep: re-enqueued killed trial(s) {reclaimed}", file=sys.stderr)
+        if "base" not in study.user_attrs:
+            model = str(config.fixed.get("model", ""))
+            if model:
+                base = score_panel(model, config.panel, out / "base-results")
+                study.set_user_attr(
+                    "base", {"scores": base, "objectives": objective_values(config, base)}
+                )
+    objective = Objective(config, out, progress)
+    count = config.trials if n_trials is None else n_trials
+
+    def rewrite(study: Any, trial: Any) -> None:
+        write_outputs(study, config, out)
+        if progress:
+            print(f"sweep: trial {trial.number} {trial.state.name}", file=sys.stderr)
+
+    for _ in range(count):
+        lock.acquire()
+        try:
+            if config.sampler == "grid":
+                # a stale trial of a worker elsewhere is failed and re-enqueued first (Optuna
+                # does that when a trial starts; this worker may start none)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    optuna.storages.fail_stale_trials(study)
+                if not grid_points_left(study, config):
+                    break
+            objective.drawn = lock.release  # once the trial's point is drawn
+            study.optimize(objective, n_trials=1, catch=(DivergedError,), callbacks=[rewrite])
+        finally:
+            objective.drawn = lambda: None
+            if lock.is_locked:
+                lock.release()
+    paths = write_outputs(study, config, out)
+    states: dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False):
+        states[trial.state.name] = states.get(trial.state.name, 0) + 1
+    return {"study": config.name, "states": states, "outputs": [str(p) for p in paths]}
+
+
+def _open_study(config: SweepConfig, url: str, seed: int | None) -> tuple[Any, Any]:
+    """The study in the storage (created if new), checked to have this file's definition."""
+    import optuna
+
     rdb = open_storage(url)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(
@@ -287,34 +474,21 @@ def run_sweep(
         directions=["maximize"] * len(config.objectives),
         load_if_exists=True,
     )
-    if study.user_attrs.get("objectives", list(config.objectives)) != list(config.objectives):
+    attrs = study.user_attrs
+    if attrs.get("objectives", list(config.objectives)) != list(config.objectives):
         raise BindkitError(
             f"{config.path}: study {config.name!r} in the storage has objectives "
-            f"{study.user_attrs['objectives']}; use another study.name for these"
+            f"{attrs['objectives']}; use another study.name for these"
         )
-    study.set_user_attr("objectives", list(config.objectives))
-    reclaimed = reclaim_dead_trials(study, rdb)
-    if reclaimed and progress:
-        print(f"sweep: re-enqueued killed trial(s) {reclaimed}", file=sys.stderr)
-    if "base" not in study.user_attrs:
-        model = str(config.fixed.get("model", ""))
-        if model:
-            base = score_panel(model, config.panel, out / "base-results")
-            study.set_user_attr(
-                "base", {"scores": base, "objectives": objective_values(config, base)}
+    definition = study_definition(config)
+    if "definition" in attrs:
+        change = definition_change(attrs["definition"], definition)
+        if change:
+            raise BindkitError(
+                f"{config.path}: study {config.name!r} in the storage was run with another "
+                f"{change}; its trials would be ranked against these, so use another study.name"
             )
-    objective = Objective(config, out, progress)
-    count = config.trials if n_trials is None else n_trials
-
-    def rewrite(study: Any, trial: Any) -> None:
-        write_outputs(study, config, out)
-        if progress:
-            print(f"sweep: trial {trial.number} {trial.state.name}", file=sys.stderr)
-
-    if count:
-        study.optimize(objective, n_trials=count, catch=(DivergedError,), callbacks=[rewrite])
-    paths = write_outputs(study, config, out)
-    states: dict[str, int] = {}
-    for trial in study.get_trials(deepcopy=False):
-        states[trial.state.name] = states.get(trial.state.name, 0) + 1
-    return {"study": config.name, "states": states, "outputs": [str(p) for p in paths]}
+    else:
+        study.set_user_attr("definition", definition)
+    study.set_user_attr("objectives", list(config.objectives))
+    return study, rdb

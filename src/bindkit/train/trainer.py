@@ -24,7 +24,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -45,7 +45,17 @@ from bindkit.train.auxiliary import (
 from bindkit.train.config import NON_RESULT_FIELDS, BaseTrainConfig, ClusterTrainConfig, TrainConfig
 from bindkit.train.objectives import Batch, Objective, objective_for
 
-__all__ = ["Plan", "Step", "check_inputs", "train", "train_clusters", "train_triplets"]
+__all__ = [
+    "Plan",
+    "Step",
+    "check_inputs",
+    "identity_change",
+    "reusable_run",
+    "run_identity",
+    "train",
+    "train_clusters",
+    "train_triplets",
+]
 
 CHECKPOINT = "checkpoint"
 RAW, LINES = "adapter-raw", "adapter-lines"
@@ -55,32 +65,61 @@ SCHEMA = "bindkit.train/2"
 
 @dataclass
 class Plan:
-    """The micro-batches of one run: which units (triplets, clusters) each rank sees, in order."""
+    """The micro-batches of one run: which units (triplets, clusters) each rank sees, in order.
+
+    Epoch ``e``'s order is a permutation seeded by ``seed`` and ``e`` alone, built when the run
+    reaches it: a run stopped by ``--max-steps`` builds only the epochs it trains (``--epochs``
+    never costs memory or time up front), and a resumed run sees the same batches.
+    """
 
     rows: int
     batch_size: int
     world: int
     epochs: int
     seed: int
-    order: list[list[int]] = field(default_factory=list)
-    limit: int | None = None  # micro-batches needed (--max-steps): later epochs are not built
+    _epoch: int = field(default=-1, init=False, repr=False)
+    _batches: list[list[int]] = field(default_factory=list, init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    @property
+    def per_step(self) -> int:
+        """Units of one global micro-batch (every rank's together)."""
+        return self.batch_size * self.world
+
+    @property
+    def per_epoch(self) -> int:
+        """Micro-batches per epoch: with several ranks, a last batch too small to give every
+        rank a unit is dropped."""
+        return self.rows // self.per_step + (1 if self.rows % self.per_step >= self.world else 0)
+
+    @property
+    def total(self) -> int:
+        """Micro-batches of every epoch."""
+        return self.epochs * self.per_epoch
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        """Epoch ``epoch``'s global micro-batches (the last one built is kept)."""
         import torch
 
-        per_step = self.batch_size * self.world
-        for epoch in range(self.epochs):
-            if self.limit is not None and len(self.order) >= self.limit:
-                break
+        if epoch != self._epoch:
             generator = torch.Generator().manual_seed(self.seed * 1000 + epoch)
             perm = torch.randperm(self.rows, generator=generator).tolist()
-            batches = [perm[i : i + per_step] for i in range(0, len(perm), per_step)]
-            # with several ranks, a last batch too small to give every rank a unit is dropped
-            self.order += [b for b in batches if len(b) >= self.world]
+            batches = [perm[i : i + self.per_step] for i in range(0, len(perm), self.per_step)]
+            self._epoch, self._batches = epoch, batches[: self.per_epoch]
+        return self._batches
+
+    def batch(self, micro: int) -> list[int]:
+        """Global micro-batch ``micro`` (every rank's units)."""
+        epoch, index = divmod(micro, self.per_epoch)
+        return self.epoch_batches(epoch)[index]
+
+    @property
+    def order(self) -> list[list[int]]:
+        """Every micro-batch of every epoch (built in full: for tests and small plans)."""
+        return [b for epoch in range(self.epochs) for b in self.epoch_batches(epoch)]
 
     def shard(self, micro: int, rank: int) -> list[int]:
         """Rank ``rank``'s units of global micro-batch ``micro``."""
-        return self.order[micro][rank :: self.world]
+        return self.batch(micro)[rank :: self.world]
 
 
 def triplet_accuracy(embedder: Any, rows: list[dict[str, Any]], name: str = "val") -> float:
@@ -131,8 +170,10 @@ class Inputs:
     preserve: list[str] | None
 
 
-def check_inputs(config: BaseTrainConfig) -> Inputs:
+def check_inputs(config: BaseTrainConfig, *, reuse: bool = False) -> Inputs:
     """Read and check every input and the output place, in seconds, before any model loads.
+
+    With ``reuse``, a finished run in ``--out`` is left to :func:`train`'s identity check.
 
     Raises:
         BindkitError: a file that is missing, empty or malformed; a split file whose
@@ -145,7 +186,7 @@ def check_inputs(config: BaseTrainConfig) -> Inputs:
     out = Path(config.out)
     check_not_input(out, [Path(p) for p in config.inputs().values()])
     check_can_create(out)
-    if (out / "train.json").is_file() and not config.overwrite:
+    if (out / "train.json").is_file() and not config.overwrite and not reuse:
         raise BindkitError(
             f"{out}: holds a finished run ({out / 'train.json'}); pass --overwrite or another --out"
         )
@@ -175,33 +216,137 @@ def check_inputs(config: BaseTrainConfig) -> Inputs:
     return Inputs(objective, val, sts, preserve)
 
 
+def run_identity(config: BaseTrainConfig, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What a run's result depends on, the one rule for resuming and reusing a run.
+
+    The objective, every option except :data:`~bindkit.train.config.NON_RESULT_FIELDS`, the
+    sha256 of every file the config reads (by option: ``train``/``clusters``, ``val``, ``sts``,
+    ``preserve``; by content, so an input edited in place at the same path counts as another
+    input, and a moved one as the same), and ``extra``: what auxiliary losses passed to
+    :func:`train` depend on (their data's sha256, their weights), which the config cannot name.
+    """
+    inputs = config.inputs()
+    options = config.record()
+    identity = {
+        "objective": config.OBJECTIVE,
+        "options": {
+            k: v for k, v in options.items() if k not in NON_RESULT_FIELDS and k not in inputs
+        },
+        "inputs": {name: sha256_file(Path(path)) for name, path in inputs.items()},
+        "extra": dict(extra or {}),
+    }
+    # as train.json holds it (lists, not tuples), so a stored identity compares equal
+    return json.loads(json.dumps(identity))  # type: ignore[no-any-return]
+
+
+def identity_change(config: BaseTrainConfig, old: Any, new: Mapping[str, Any]) -> str:
+    """The first way ``old`` (a stored identity) differs from ``new``, in the options' words:
+    for the one line that refuses to resume or reuse a run."""
+    if not isinstance(old, dict):
+        return "it records no run identity (an older bindkit, or not a bindkit run)"
+    if old.get("objective") != new["objective"]:
+        return f"objective {old.get('objective')} then, {new['objective']} now"
+    before, now = old.get("inputs") or {}, new["inputs"]
+    for name in sorted({*before, *now}):
+        flag = "--" + name.replace("_", "-")
+        if name not in before:
+            return f"{flag} {getattr(config, name)}: not given then"
+        if name not in now:
+            return f"{flag}: given then, not now"
+        if before[name] != now[name]:
+            return f"{flag} {getattr(config, name)}: its content changed"
+    before, now = old.get("options") or {}, new["options"]
+    for name in sorted({*before, *now}):
+        if before.get(name) != now.get(name):
+            flag = "--" + name.replace("_", "-")
+            return f"{flag} {before.get(name)!r} then, {now.get(name)!r} now"
+    if old.get("extra") != new["extra"]:
+        return "the auxiliary losses' data or options changed"
+    return f"{old.get('world')} process(es) then, {new['world']} now"
+
+
+def reusable_run(
+    config: BaseTrainConfig, *, extra_identity: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The record of the finished run in ``config.out`` if it was made with this identity
+    (:func:`run_identity`: options, input contents, ``extra_identity``), else None."""
+    record = _finished_record(Path(config.out))
+    if record is None:
+        return None
+    identity = {**run_identity(config, extra_identity), "world": process_state().num_processes}
+    return record if record.get("identity") == identity else None
+
+
+def _finished_record(out: Path) -> dict[str, Any] | None:
+    path = out / "train.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing, or torn by hand: not a run to reuse
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def train(
-    config: BaseTrainConfig, *, auxiliary_losses: Sequence[AuxiliaryLoss] = ()
+    config: BaseTrainConfig,
+    *,
+    auxiliary_losses: Sequence[AuxiliaryLoss] = (),
+    reuse: bool = False,
+    extra_identity: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Finetune ``config.model`` with LoRA on the objective its config names; write adapters and
     a model card.
 
     Writes ``OUT/adapter-raw/`` (peft format), ``OUT/adapter-lines/`` (unless ``--no-lines``),
     ``OUT/model_card.md`` and ``OUT/train.json``; ``OUT/checkpoint/`` is kept while training and
-    a rerun with the same options resumes from it.
+    a rerun with the same identity (:func:`run_identity`) resumes from it.
 
     Args:
         config: A :class:`~bindkit.train.config.TrainConfig` (triplets) or
             :class:`~bindkit.train.config.ClusterTrainConfig` (clusters).
         auxiliary_losses: Extra terms; each gets a :class:`Step` and returns a scalar tensor that
             is added to the loss (e.g. an attention binding loss).
+        reuse: Return the finished run in ``OUT`` when its identity is this one, without loading
+            a model (a sweep's trial, a demo's rerun). A finished run or a checkpoint of another
+            identity is refused with one line naming what changed, or, with
+            ``config.overwrite``, trained again; a checkpoint of this identity is resumed even
+            with ``overwrite``. Without ``reuse`` (``bindkit train``), a finished run is refused
+            and ``overwrite`` always starts over.
+        extra_identity: What ``auxiliary_losses`` depend on (their data's sha256, weights): part
+            of the identity.
 
     Returns:
-        The record written to ``OUT/train.json`` (scores before/after, LiNeS choice, timings).
+        The record written to ``OUT/train.json`` (scores before/after, LiNeS choice, timings,
+        the run's identity).
     """
-    inputs = check_inputs(config)
+    inputs = check_inputs(config, reuse=reuse)
     out = Path(config.out)
+    state = process_state()
+    identity = {**run_identity(config, extra_identity), "world": state.num_processes}
+    if reuse and (out / "train.json").exists():
+        record = _finished_record(out)
+        if record is not None and record.get("identity") == identity:
+            if config.progress and state.is_main_process:
+                print(
+                    f"{out}: finished earlier with these options and inputs; reusing it",
+                    file=sys.stderr,
+                )
+            return record
+        if not config.overwrite:
+            change = (
+                "its train.json is not readable"
+                if record is None
+                else identity_change(config, record.get("identity"), identity)
+            )
+            raise BindkitError(
+                f"{out}: holds a run made otherwise ({change}); pass --overwrite to train it "
+                "again, or another --out"
+            )
     # one writer per --out: rank 0, which alone writes there, holds the lock (taken by every
     # rank, it refused all but the first)
-    main = process_state().is_main_process
+    main = state.is_main_process
     lock = directory_lock(out, f"bindkit train {inputs.objective.name}") if main else nullcontext()
     with lock:
-        return _Run(config, out, inputs, list(auxiliary_losses)).run()
+        return _Run(config, out, inputs, list(auxiliary_losses), identity, reuse).run()
 
 
 def process_state() -> Any:
@@ -215,17 +360,29 @@ def process_state() -> Any:
 
 
 def train_triplets(
-    config: TrainConfig, *, auxiliary_losses: Sequence[AuxiliaryLoss] = ()
+    config: TrainConfig,
+    *,
+    auxiliary_losses: Sequence[AuxiliaryLoss] = (),
+    reuse: bool = False,
+    extra_identity: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """:func:`train` on triplets (hinge loss): ``bindkit train triplets``."""
-    return train(config, auxiliary_losses=auxiliary_losses)
+    return train(
+        config, auxiliary_losses=auxiliary_losses, reuse=reuse, extra_identity=extra_identity
+    )
 
 
 def train_clusters(
-    config: ClusterTrainConfig, *, auxiliary_losses: Sequence[AuxiliaryLoss] = ()
+    config: ClusterTrainConfig,
+    *,
+    auxiliary_losses: Sequence[AuxiliaryLoss] = (),
+    reuse: bool = False,
+    extra_identity: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """:func:`train` on mined clusters (cluster InfoNCE): ``bindkit train clusters``."""
-    return train(config, auxiliary_losses=auxiliary_losses)
+    return train(
+        config, auxiliary_losses=auxiliary_losses, reuse=reuse, extra_identity=extra_identity
+    )
 
 
 def per_device(config: BaseTrainConfig) -> int:
@@ -238,14 +395,20 @@ def per_device(config: BaseTrainConfig) -> int:
 
 class _Run:
     def __init__(
-        self, config: BaseTrainConfig, out: Path, inputs: Inputs, auxiliary: list[AuxiliaryLoss]
+        self,
+        config: BaseTrainConfig,
+        out: Path,
+        inputs: Inputs,
+        auxiliary: list[AuxiliaryLoss],
+        identity: dict[str, Any],
+        reuse: bool,
     ) -> None:
         self.config, self.out, self.auxiliary = config, out, auxiliary
+        self.identity, self.reuse = identity, reuse
         self.state = process_state()
         self.main = self.state.is_main_process
         self.objective = inputs.objective
         self.val, self.sts, self.preserve = inputs.val, inputs.sts, inputs.preserve
-        self._identity: dict[str, Any] | None = None
 
     # -- setup ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -290,9 +453,8 @@ class _Run:
             self.state.num_processes,
             config.epochs,
             config.seed,
-            limit=None if config.max_steps is None else config.max_steps * config.grad_accum,
         )
-        micro_total = len(plan.order)
+        micro_total = plan.total
         if config.max_steps is not None:
             micro_total = min(micro_total, config.max_steps * config.grad_accum)
         scheduler = self.scheduler(optimizer, -(-micro_total // config.grad_accum))
@@ -323,25 +485,13 @@ class _Run:
         return scores
 
     # -- checkpoints ---------------------------------------------------------------------
-    def identity(self) -> dict[str, Any]:
-        """What a checkpoint must match to be resumed: objective, options, data, world size."""
-        if self._identity is None:
-            options = self.config.record()
-            self._identity = {
-                "objective": self.objective.name,
-                "options": {k: v for k, v in options.items() if k not in NON_RESULT_FIELDS},
-                "data_sha256": sha256_file(Path(self.objective.data)),  # hashed once per run
-                "world": self.state.num_processes,
-            }
-        return self._identity
-
     def resume(
         self, trainable: list[Any], optimizer: Any, scheduler: Any, history: list[dict[str, Any]]
     ) -> int:
         import torch
 
         path = self.out / CHECKPOINT / "state.pt"
-        if self.config.overwrite or not path.is_file():
+        if not path.is_file() or (self.config.overwrite and not self.reuse):
             return 0
         try:
             state = torch.load(path, map_location="cpu", weights_only=False)
@@ -349,10 +499,14 @@ class _Run:
             raise BindkitError(
                 f"{path}: not a readable checkpoint; pass --overwrite to start over"
             ) from None
-        if not isinstance(state, dict) or state.get("identity") != self.identity():
+        stored = state.get("identity") if isinstance(state, dict) else None
+        if stored != self.identity:
+            if self.config.overwrite:  # reuse mode: a checkpoint of another run starts over
+                return 0
+            change = identity_change(self.config, stored, self.identity)
             raise BindkitError(
-                f"{path}: a checkpoint of a run with other options or data; pass --overwrite "
-                "or another --out"
+                f"{path}: a checkpoint of a run with other options or data ({change}); pass "
+                "--overwrite or another --out"
             )
         with torch.no_grad():
             for parameter, saved in zip(trainable, state["trainable"], strict=True):
@@ -380,7 +534,7 @@ class _Run:
         folder = self.out / CHECKPOINT
         folder.mkdir(parents=True, exist_ok=True)
         state = {
-            "identity": self.identity(),
+            "identity": self.identity,
             "micro": micro,
             "trainable": [p.detach().cpu().clone() for p in trainable],
             "optimizer": optimizer.state_dict(),
@@ -605,6 +759,7 @@ class _Run:
             },
             "lines": lines,
             "history": history,
+            "identity": self.identity,
             "version": _version(),
         }
         if self.main:
