@@ -115,3 +115,16 @@ def test_weights_digest_survives_a_read_only_cache_folder(
     path = tmp_path / "w.bin"
     path.write_bytes(b"weights")
     assert len(weights.file_digest(path)) == 24
+
+
+def test_an_image_ref_takes_a_str_path(tmp_path: Path) -> None:
+    """The README's ImageRef("scene.png", flip=True): a str path is a Path, same key as one."""
+    from bindkit.embed.images import ImageRef, content_key
+
+    Image.new("RGB", (8, 6), (200, 10, 10)).save(tmp_path / "scene.png")
+    text, path = (
+        ImageRef(str(tmp_path / "scene.png"), flip=True),
+        ImageRef(tmp_path / "scene.png", True),
+    )
+    assert isinstance(text.path, Path) and text == path
+    assert content_key(text) == content_key(path) != content_key(ImageRef(tmp_path / "scene.png"))

@@ -41,7 +41,7 @@ _COLUMNS = {
     "models": ["model", "spec", "description", "created"],
 }
 _CHUNK = 500
-_ELSEWHERE = "set BINDKIT_CACHE_DIR (or --path) elsewhere, or pass --no-cache"
+_ELSEWHERE = "set BINDKIT_CACHE_DIR elsewhere (bindkit cache: --path), or pass --no-cache"
 
 
 class CacheError(BindkitError):
@@ -84,7 +84,7 @@ class EmbeddingCache:
             make_dirs(self.path.parent)
             print(
                 f"bindkit: creating a new embedding cache at {self.path} "
-                "(if you meant an existing one, check BINDKIT_CACHE_DIR or --path)",
+                "(if you meant an existing one, check BINDKIT_CACHE_DIR)",
                 file=sys.stderr,
             )
         with self._errors():

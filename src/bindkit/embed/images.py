@@ -22,6 +22,10 @@ class ImageRef:
     path: Path
     flip: bool = False
 
+    def __post_init__(self) -> None:
+        # ImageRef("scene.png") as well as ImageRef(Path("scene.png")): every reader uses Path
+        object.__setattr__(self, "path", Path(self.path))
+
 
 ImageInput = Union[str, Path, ImageRef, "Image.Image"]
 
