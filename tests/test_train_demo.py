@@ -168,3 +168,20 @@ def test_the_demo_mix_has_full_captions_paraphrases_and_everyday_scenes() -> Non
     assert all(r in full for r in template if r["query"] not in captions)
     everyday = len(rows) - len(template)  # the demo's mix: one scene per three examples
     assert len(rows) / 12 < everyday < len(rows) / 4, everyday
+
+
+def test_the_soup_runs_get_the_shipped_recipe_s_two_preservation_sets() -> None:
+    """The shipped soup: run 1 keeps scene contexts + generic sentences (ctxgen), run 2 also
+    one-attribute everyday sentences (ctxgenD); a single run keeps ctxgen (issue 34's m18)."""
+    from bindkit.demo.finetune import preserve_file, run_preservation
+
+    soup = DemoOptions(out="d")
+    assert [run_preservation(soup, k) for k in range(soup.soup)] == ["ctxgen", "ctxgenD"]
+    assert run_preservation(dataclasses.replace(soup, soup=1), 0) == "ctxgen"
+    assert [run_preservation(dataclasses.replace(soup, soup=3), k) for k in range(3)] == [
+        "ctxgen",
+        "ctxgenD",
+        "ctxgen",
+    ]
+    assert preserve_file("ctxgen") == "preserve.jsonl"
+    assert preserve_file("ctxgenD") == "preserve-ctxgenD.jsonl"
