@@ -764,7 +764,7 @@ SG_ROWS = [
     C("sg30", f"{SG} --out ''", "", 0),
     C("sg31", f"{SG} --out imm/s", "imm", 2, "imm/s: operation not permitted"),
     C("sg32", f"{SG} --out s", "stray_tmp", 0, "", absent=("s/.saber.jsonl.k1ll3d00.tmp",)),
-    C("sg33", f"{SG} --out imm", "imm", 2, "imm: operation not permitted"),
+    C("sg33", f"{SG} --out imm", "imm", 2, "imm/.bindkit.lock: operation not permitted"),
     C("sg34", "saber generate -q --per-n 4 --n-max 0 --out s", "", 2, "--n-max 0: must be at least --n-min (2)"),
     C("sg35", "saber generate -q --per-n 4 --n-max -1 --out s", "", 2, "--n-max -1: must be at least --n-min (2)"),
     C("sg36", "saber generate -q --per-n 4.5 --out s", "", 2, "invalid int value: '4.5'"),
@@ -1007,7 +1007,7 @@ SY_ROWS = [
     C("sy23", f"{SYN} --n 20 --out imm/s", "imm", 2, "imm/s: cannot create it (Operation not permitted)"),
     C("sy24", f"{SYN} --n 600 --out s", "s:truncated_last", 0, "triplets: train"),
     C("sy25", f"{SYN} --n 600 --out s", "s:dup", 2, "duplicate", unchanged=("s/examples.jsonl", "s/rejected.jsonl", "s/manifest.json")),
-    C("sy26", f"{SYN} --n 500 --out s", "s:500 imm_synth", 2, "error: s: operation not permitted"),
+    C("sy26", f"{SYN} --n 500 --out s", "s:500 imm_synth", 2, "error: s/.bindkit.lock: operation not permitted"),
     C("sy27", f"{SYN} --n 20 --seed 1000000000000000000000000000000 --out s", "", 0, "triplets: train"),
     C("sy28", f"{SYN} --n 1 --out s", "", 0, "triplets: train"),
 ]
@@ -1195,7 +1195,7 @@ I21_RENDER = [
     C("i21_rn27", f"{RN} --redo nope.json", "shapes", 2, "--redo nope.json: cannot read"),
     C("i21_rn28", f"{RN} --size 64 --redo rej_unknown.json", "shapes_rendered rejects", 2, "--redo: 1 id(s) not in s (first: zzz)"),
     C("i21_rn29", f"{RN} --size 64 --redo rej_bad.json", "shapes_rendered rejects", 2, "--redo rej_bad.json: corrupt JSON"),
-    C("i21_rn30", f"{RN} --size 64", "shapes imm_synth", 2, "s: operation not permitted"),
+    C("i21_rn30", f"{RN} --size 64", "shapes imm_synth", 2, "s/.bindkit.lock: operation not permitted"),
     C("i21_rn31", f"{RN} --size 64", "shapes", 0, "", unchanged=()),
     C("i21_rn32", f"{RN} --size 64", "shapes_rendered", 0, "", unchanged=("s/images",)),  # resumes: every image kept
     C("i21_rn33", f"{RN} --backend openai --model m --base-url http://127.0.0.1:9/v1 --retries 0 --timeout 1", "shapes", 1, "image(s) failed; run the same command again", unchanged=("s/saber.jsonl",)),
