@@ -299,3 +299,30 @@ def test_open_clip_weight_files_with_one_name_do_not_share_vectors(tmp_path: Pat
         files.append(f"open_clip:TinyCLIPKey/{path}")
     cache = EmbeddingCache(tmp_path / "c.sqlite")
     assert _second_run_embeds(*files, cache, TEXTS, "text") == (2, 0)
+
+
+def test_a_real_model_through_the_cache_writer_equals_plain_embedding(
+    tiny_qwen2_vl: Path, tmp_path: Path
+) -> None:
+    """Texts and images of a real backend: the vectors with a cold cache, then a warm one, equal
+    plain embedding, and each stored row is its vector's float32 bytes, as the per-batch writer
+    stored them (issue 37 item 4)."""
+    import sqlite3
+
+    spec = f"mllm:{tiny_qwen2_vl}"
+    pictures = _pictures(tmp_path)
+    texts = [*TEXTS, "a green glass", "a red cube"]
+    plain = load_embedder(spec, cache=False, progress=False, dtype="float32", batch_size=2)
+    expected = (plain.embed_texts(texts), plain.embed_images(pictures))
+    path = tmp_path / "c.sqlite"
+    for run in ("cold", "warm"):
+        model = load_embedder(
+            spec, cache=EmbeddingCache(path), progress=False, dtype="float32", batch_size=2
+        )
+        got = (model.embed_texts(texts), model.embed_images(pictures))
+        assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True)), run
+    with sqlite3.connect(path) as conn:
+        stored = {bytes(blob) for (blob,) in conn.execute("SELECT vec FROM vectors")}
+    rows = [*expected[0], *expected[1]]
+    assert stored == {np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in rows}
+    assert len(stored) == 5

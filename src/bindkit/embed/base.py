@@ -1,18 +1,20 @@
 """The shared embedding pipeline: dedup, cache, length-sorted batches, OOM back-off, progress,
 multi-process sharding, L2 normalisation. Backends implement only ``_encode_*`` on one batch.
 
-The cache is written batch by batch on a background thread (its own SQLite connection), so the
-model never waits for the disk and a killed run loses at most the batches in flight.
+The cache is written on a background thread (its own SQLite connection): the embedding loop only
+hands each finished batch over, the thread stores whatever has queued up in one transaction, so
+the model never waits for the disk, and a killed run loses at most the batches in flight.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import queue
 import sys
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
@@ -253,12 +255,12 @@ class BaseEmbedder(ABC):
         except BaseException:
             writer.close(raise_errors=False)  # what was embedded before the failure stays
             raise
-        writer.close()
-        if size > 1:
-            computed = distributed.gather(computed)
+        writer.close()  # every computed vector is committed before embed_* returns
         self.stats["embedded"] += len(mine)
-        vectors = {**found, **computed}
-        return np.stack([vectors[key] for key in keys]).astype(np.float32, copy=False)
+        if size > 1:
+            merged = distributed.gather(dict(zip(mine, computed, strict=True)))
+            return _in_order(keys, {**found, **merged})
+        return _in_order(keys, found, mine, computed)
 
     def _encode_all(
         self,
@@ -266,15 +268,16 @@ class BaseEmbedder(ABC):
         keys: list[str],
         encode: Callable[[list[T]], np.ndarray],
         what: str,
-        store: Callable[[dict[str, np.ndarray]], None] | None = None,
+        store: Callable[[list[str], np.ndarray], None] | None = None,
         costs: list[int] | None = None,
-    ) -> dict[str, np.ndarray]:
+    ) -> np.ndarray:
         """Encode ``items`` in batches of at most :attr:`batch_size`; with ``costs`` (videos)
         also at most :attr:`video_batch_tokens` tokens a batch (at least one item) and
-        progress reported per item."""
-        out: dict[str, np.ndarray] = {}
+        progress reported per item. Returns one row per item, in order; ``store`` gets each
+        finished batch (its keys and rows) as it is done."""
         if not items:
-            return out
+            return np.zeros((0, 0), dtype=np.float32)
+        done: list[np.ndarray] = []
         if not self._batch_size_chosen:
             self.batch_size = max(1, int(self.suggested_batch_size()))
             self._batch_size_chosen = True
@@ -309,62 +312,106 @@ class BaseEmbedder(ABC):
                     raise RuntimeError(
                         f"backend returned {len(vectors)} vectors for {len(batch)} inputs"
                     )
-                done = dict(zip(keys[start : start + len(batch)], vectors, strict=True))
-                out.update(done)
+                done.append(vectors)
                 if store is not None:
-                    store(done)
+                    store(keys[start : start + len(batch)], vectors)
                 start += len(batch)
                 bar.update(len(batch))
         finally:
             bar.close()
         self.batch_size = batch_size  # remember what fits
-        return out
+        return np.concatenate(done)
+
+
+def _in_order(
+    keys: list[str],
+    found: dict[str, np.ndarray],
+    computed_keys: Sequence[str] = (),
+    computed: np.ndarray | None = None,
+) -> np.ndarray:
+    """One row per key, in ``keys``' order (duplicates repeated), from the cached vectors and
+    the freshly computed rows."""
+    parts = [np.stack(list(found.values()))] if found else []
+    if computed is not None and len(computed):
+        parts.append(computed)
+    table = np.concatenate(parts).astype(np.float32, copy=False)
+    row = {key: index for index, key in enumerate([*found, *computed_keys])}
+    return table[[row[key] for key in keys]]
+
+
+_Batch = tuple[list[str], np.ndarray]
 
 
 class _CacheWriter:
-    """Stores each finished batch in the cache on one background thread, in order.
+    """Stores the finished batches of one call in the cache from one background thread.
 
-    The thread opens its own connection to the cache file (SQLite connections stay in the thread
-    that made them); :meth:`close` waits for every pending write and re-raises the first error.
+    :meth:`put` only queues the batch's keys and rows (no per-vector work in the embedding
+    loop). The thread opens its own connection (SQLite connections stay in the thread that made
+    them) and writes everything queued since its last write in one transaction, so a fast device
+    does not pay a commit per batch.
+
+    Durability: :meth:`close` returns once every batch handed over is committed, so the vectors
+    of an ``embed_*`` call are on disk when it returns, and when it raises (what was embedded
+    before the failure is kept). A process killed outright loses only the batches still queued,
+    never half a row (each write is a transaction); the next run recomputes them. The first
+    write error is raised by the next :meth:`put`, so the run stops rather than embedding for
+    nothing, and by :meth:`close`.
     """
 
     def __init__(self, cache: EmbeddingCache | None, model: str, prompt: str) -> None:
         self.cache, self.model, self.prompt = cache, model, prompt
-        self._pool: ThreadPoolExecutor | None = None
-        self._own: EmbeddingCache | None = None
-        self._pending: list[Future[None]] = []
+        self._queue: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
 
-    def put(self, vectors: dict[str, np.ndarray]) -> None:
-        if self.cache is None or not vectors:
+    def put(self, keys: list[str], vectors: np.ndarray) -> None:
+        if self._error is not None:
+            raise self._error
+        if self.cache is None or not keys:
             return
         if str(self.cache.path) == ":memory:":  # a second connection would see another database
-            self.cache.put_many(self.model, self.prompt, vectors)
+            self.cache.put_many(self.model, self.prompt, dict(zip(keys, vectors, strict=True)))
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bindkit-cache")
-        self._pending.append(self._pool.submit(self._write, vectors))
-        self._pending = [f for f in self._pending if not f.done() or f.exception() is not None]
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._drain, name="bindkit-cache", daemon=True)
+            self._thread.start()
+        self._queue.put((keys, vectors))
 
-    def _write(self, vectors: dict[str, np.ndarray]) -> None:
+    def _drain(self) -> None:
+        """The thread: write what is queued, batch after batch, until :meth:`close`'s None."""
         assert self.cache is not None
-        if self._own is None:
-            self._own = EmbeddingCache(self.cache.path)
-        self._own.put_many(self.model, self.prompt, vectors)
+        own: EmbeddingCache | None = None
+        try:
+            while True:
+                batches = [self._queue.get()]
+                while batches[-1] is not None and not self._queue.empty():
+                    batches.append(self._queue.get())
+                finished = batches[-1] is None
+                rows = {
+                    key: vector
+                    for batch in batches
+                    if batch is not None
+                    for key, vector in zip(*batch, strict=True)
+                }
+                if rows:
+                    own = own or EmbeddingCache(self.cache.path)
+                    own.put_many(self.model, self.prompt, rows)
+                if finished:
+                    return
+        except BaseException as exc:  # handed to the caller by put() and close()
+            self._error = exc
+        finally:
+            if own is not None:
+                own.close()
 
     def close(self, *, raise_errors: bool = True) -> None:
-        if self._pool is None:
-            return
-        try:
-            for future in self._pending:
-                error = future.exception()
-                if error is not None and raise_errors:
-                    raise error
-        finally:
-            if self._own is not None:
-                own, self._own = self._own, None
-                self._pool.submit(own.close).result()
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        """Wait until every queued batch is committed; re-raise the thread's error."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        if self._error is not None and raise_errors:
+            raise self._error
 
 
 def _free_accelerator_memory() -> None:

@@ -3,8 +3,11 @@
 One SQLite file holds vectors keyed by (model fingerprint, prompt key, input content hash). The
 prompt key hashes whatever the backend feeds the model besides the input (role-dependent prompt,
 instruction), so a query and a document vector of the same text never collide, while models that
-ignore roles share one entry. Writes are transactions: a crash loses at most the batch in flight
-and never leaves a half-written vector.
+ignore roles share one entry. Writes are transactions: a crash loses at most the batches in flight
+and never leaves a half-written vector. The embedding pipeline writes from one background thread
+over a connection of its own, everything queued since its last write in one transaction, and an
+``embed_*`` call returns (or raises) only once its vectors are committed
+(:class:`bindkit.embed.base._CacheWriter`).
 
 The cache refuses what it did not make: a file that is not SQLite, or an SQLite file with other
 tables, is reported in one line and never modified. A stored vector whose length differs from the
