@@ -1248,6 +1248,7 @@ I21_DEMO = [
     C("i21_dm13", f"{DM} --sts sts/bad_score.tsv", "sts:bad_score.tsv", 2, "--sts: sts/bad_score.tsv: row 2: score 'high' is not a number", absent=("d",)),
     C("i21_dm14", f"{DM} --sts sts/empty.tsv", "sts:empty.tsv", 2, "--sts: sts/empty.tsv: empty file", absent=("d",)),
     C("i21_dm15", f"{DM} --sts sts/binary.tsv", "sts:binary.tsv", 2, "--sts: sts/binary.tsv", absent=("d",)),
+    C("i36_dm_sts_missing", f"{DM} --sts SICK_trial.txt", "", 2, "--sts SICK_trial.txt: file not found; `bindkit fetch sts --to sick` downloads SICK", absent=("d",)),
     C("i21_dm16", f"{DM} --sts sts/const_score.tsv", "sts:const_score.tsv", 2, "Spearman is undefined for constant scores", absent=("d",)),
     C("i21_dm17", f"{DM} --sts sts/missing_col.csv", "sts:missing_col.csv", 2, "no second-text column", absent=("d",)),
     C("i21_dm18", f"{DM} --sts trip/good.jsonl", "trip:good.jsonl", 2, "no first-text column", absent=("d",)),

@@ -99,7 +99,10 @@ class DemoOptions:
             from bindkit.tasks.text.sts import read_sts
 
             if not Path(self.sts).is_file():
-                raise BindkitError(f"--sts {self.sts}: file not found (e.g. SICK_trial.txt)")
+                raise BindkitError(
+                    f"--sts {self.sts}: file not found; `bindkit fetch sts --to sick` downloads "
+                    "SICK (then --sts sick/SICK_trial.txt)"
+                )
             try:
                 read_sts(self.sts)  # a corrupt file fails now, not after the training
             except DataFormatError as exc:
