@@ -9,6 +9,7 @@ place between our two renames, we try again a bounded number of times (the last 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -64,9 +65,11 @@ def new_staging(out: Path, tag: str) -> Path:
     return staging
 
 
-def swap_into_place(staging: Path, out: Path, *, replace: bool) -> None:
+def swap_into_place(staging: Path, out: Path, *, replace: bool, taken: str | None = None) -> None:
     """Rename ``staging`` to ``out``; an existing ``out`` is replaced whole only when
-    ``replace`` (it is moved aside first and deleted after), else refused with one line.
+    ``replace`` (it is moved aside first and deleted after), else refused with one line
+    (``taken``: what that line says after ``--out OUT:``). If the last rename fails for another
+    reason, the old ``out`` is put back.
 
     Raises:
         BindkitError: ``out`` appeared (another writer) and ``replace`` is false, or other
@@ -87,11 +90,18 @@ def swap_into_place(staging: Path, out: Path, *, replace: bool) -> None:
                 return
             except OSError as exc:
                 if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                    if aside and not out.exists():
+                        with contextlib.suppress(OSError):  # best effort: the old one back
+                            os.rename(aside.pop(), out)
                     raise path_error(exc, out) from exc
                 if not replace:
                     raise BindkitError(
-                        f"--out {out}: another run wrote it meanwhile; pass --overwrite to "
-                        "replace it, or choose another --out"
+                        f"--out {out}: "
+                        + (
+                            taken
+                            or "another run wrote it meanwhile; pass --overwrite to replace it, "
+                            "or choose another --out"
+                        )
                     ) from None
         raise BindkitError(f"--out {out}: other runs keep replacing it; run again when they end")
     finally:

@@ -13,8 +13,9 @@ into place with one ``rename``:
   (its README.md, a note) is left beside the new weights. Between the two renames ``--out`` is
   briefly missing; it never holds a mix. With two ``--overwrite`` writers the last one wins.
 
-A killed writer leaves at most its own ``.OUT.*.tmp`` (or ``.OUT.*.old``) directory beside
-``--out``; ``--out`` itself is always either the old adapter or a whole new one.
+A killed writer leaves at most its own ``.OUT.*.tmp`` (or ``.OUT.*.tmp.old*``) directory beside
+``--out``; ``--out`` itself is always either the old adapter or a whole new one. The renames are
+:func:`bindkit._staging.swap_into_place`, the same as ``bindkit export`` and the results site use.
 """
 
 from __future__ import annotations
@@ -23,17 +24,21 @@ import errno
 import os
 import shutil
 import tempfile
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bindkit._io import check_can_create, check_not_input, make_dirs, removed_if_failed_empty
+from bindkit._io import (
+    _umask,
+    check_can_create,
+    check_not_input,
+    make_dirs,
+    removed_if_failed_empty,
+)
 from bindkit.errors import BindkitError, path_error
 
 CONFIG = "adapter_config.json"
-_TRIES = 5  # renames retried when another --overwrite writer moves --out at the same moment
 
 
 def check_out(out: Path, inputs: Iterable[Path], *, overwrite: bool) -> None:
@@ -110,37 +115,15 @@ def staged(out: Path, *, overwrite: bool) -> Iterator[Path]:
 
 
 def _publish(stage: Path, out: Path, *, overwrite: bool) -> None:
-    for _ in range(_TRIES):
-        try:
-            os.rename(stage, out)  # atomic; replaces only a missing or empty directory
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                raise
-        if not overwrite:
-            raise BindkitError(
-                f"--out {out}: another writer created it meanwhile; its adapter is kept; pass "
-                "--overwrite to replace it, or choose another path"
-            )
-        aside = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.old")
-        try:
-            os.rename(out, aside)
-        except FileNotFoundError:  # another --overwrite writer moved it first: try again
-            continue
-        try:
-            os.rename(stage, out)
-        except OSError:
-            _restore(aside, out)
-            raise
-        shutil.rmtree(aside, ignore_errors=True)
-        return
-    raise BindkitError(f"--out {out}: other writers keep replacing it; run again")
+    from bindkit._staging import swap_into_place
 
-
-def _restore(aside: Path, out: Path) -> None:
-    """Put the old adapter back after a failed swap (best effort: another writer may be in)."""
-    with suppress(OSError):
-        os.rename(aside, out)
+    swap_into_place(
+        stage,
+        out,
+        replace=overwrite,
+        taken="another writer created it meanwhile; its adapter is kept; pass --overwrite to "
+        "replace it, or choose another path",
+    )
 
 
 def _sync_files(directory: Path) -> None:
@@ -152,9 +135,3 @@ def _sync_files(directory: Path) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
