@@ -10,7 +10,6 @@ row. An exception escaping ``main`` is the in-process form of a traceback and fa
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import io
 import shlex
@@ -99,10 +98,6 @@ def run_matrix_case(
         monkeypatch.setenv(key, value)
     for name in case.setup:
         build(cell, name)
-    # a setup step that ran bindkit in-process leaves its objects to the garbage collector: an
-    # embedding cache it opened then closes (and SQLite checkpoints its WAL) at a random later
-    # moment, which would read as the row's command changing the cache. Collect them now.
-    gc.collect()
     if case.unchanged is not None:
         guarded = [cell.dir / p for p in case.unchanged]
     elif case.rc != 0:
