@@ -10,6 +10,7 @@ row. An exception escaping ``main`` is the in-process form of a traceback and fa
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import io
 import shlex
@@ -78,6 +79,17 @@ class Outcome:
     err: str
     changed: list[str]
     present: list[str]
+
+
+def settle() -> None:
+    """Close what an in-process bindkit run in a row's setup left to the garbage collector.
+
+    Its embedding cache would otherwise close (and SQLite checkpoint its WAL into the file) at a
+    random later moment, which reads as the row's own command changing the cache. A builder
+    that runs bindkit with the cache on calls this once at its end (a collection costs about
+    0.3 s with torch loaded, so not every row pays it).
+    """
+    gc.collect()
 
 
 def run_matrix_case(

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from _matrix import C, Case, Cell, Outcome, check_outcome, run_matrix_case
+from _matrix import C, Case, Cell, Outcome, check_outcome, run_matrix_case, settle
 from bindkit.cli import main
 
 PENDING_OTHER_HELPERS: set[str] = set()
@@ -423,6 +423,7 @@ def _tampered_cache(cell: Cell) -> None:
     conn.commit()
     conn.close()
     shutil.rmtree(cell.dir / "r0")
+    settle()
 
 
 def _mount(cell: Cell, name: str, options: str) -> Path:
@@ -587,6 +588,7 @@ def _build(cell: Cell, name: str) -> None:
         argv = ["eval", "-q", "--no-report", "--model", "bow", "--data", "saber/good"]
         assert main([*argv, "--out", "r"]) == 0
         shutil.rmtree(d / "saber")
+        settle()
     elif name == "results_truncated_tt":
         _results(cell, "good")
         result = next((d / "r").rglob("tt.json"))
@@ -600,6 +602,7 @@ def _build(cell: Cell, name: str) -> None:
             (d / sub / "test.jsonl").write_bytes(b"".join(rows[seed * 5 : seed * 5 + 8]))
         args = ["eval", "-q", "--model", "bow", "--task", "triplets", "--data", "a/test.jsonl"]
         assert main([*args, "--out", "r"]) == 0
+        settle()
     elif name == "results_unicode":
         shutil.copytree(cell.base / "results", d / "rés ults")
     elif name == "res_bow_png":

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from _matrix import C, Case, Cell, Outcome, check_outcome, run_matrix_case
+from _matrix import C, Case, Cell, Outcome, check_outcome, run_matrix_case, settle
 
 pytest.importorskip("optuna")
 pytest.importorskip("peft")
@@ -166,6 +166,7 @@ def _build(cell: Cell, name: str) -> None:
         from bindkit.sweep.study import run_sweep
 
         run_sweep(d / "sweep.toml", d / "sw", n_trials=0, progress=False)
+        settle()
     elif name in EDITS:
         file, old, new = EDITS[name]
         text = (d / file).read_text(encoding="utf-8")
