@@ -223,3 +223,36 @@ def test_a_caption_row_reading_as_held_out_is_refused_in_a_split(
 def test_the_rule_tables_name_every_kind() -> None:
     assert set(BREAKS) == set(ROW_KINDS)
     assert not set(ROW_KINDS) & (set(TRIPLET_RULES) - {SWAP})
+
+
+@pytest.mark.parametrize(
+    ("caption", "para", "negative", "valid"),
+    [
+        ("a white shirt / a black cart", "a black cart / a white shirt", "a gray shirt", True),
+        ("a white shirt / a black cart", "a black cart / a white shirt", "a black shirt", False),
+        ("a white shirt / a black cart", "a black cart / a white shirt", "a metal shirt", False),
+        ("a big shirt / a small cart", "a small cart / a big shirt", "a tiny shirt", True),
+        ("a big shirt / a small cart", "a small cart / a big shirt", "a small shirt", False),
+        ("a big shirt / a small cart", "a small cart / a big shirt", "a huge shirt", False),
+        ("an old shirt / a new cart", "a new cart / an old shirt", "a new shirt", True),
+        ("an old shirt / a new cart", "a new cart / an old shirt", "a dirty shirt", False),
+    ],
+)
+def test_a_replaced_everyday_attribute_must_contradict_the_one_it_replaces(
+    caption: str, para: str, negative: str, valid: bool
+) -> None:
+    """Another colour than both, a size of the opposite kind but not the other attribute, the
+    opposite state (which may be the other attribute): as everyday._contradicting makes them."""
+    shirt, cart = caption.split(" / ")
+    by, pushed = para.split(" / ")
+    query = f"A man in {shirt} is pushing {cart} in the park."
+    row = {
+        "query": query,
+        "positive": f"In the park, {by} is being pushed by a man wearing {pushed}.",
+        "negative": query.replace(shirt, negative),
+        "type": "everyday",
+        "negative_kind": "everyday",
+        ROW_KIND: "everyday_replacement",
+    }
+    rules = [r.rule for r in validate_triplet(row, "train")]
+    assert rules == ([] if valid else ["everyday_replacement"])
