@@ -3,14 +3,17 @@
 
 A mix is named by a recipe; this module holds no default one (the demo's is
 ``bindkit.demo.finetune.MIX``). :data:`KIND_TEXT` says in a sentence what each kind is, for the
-reports that name a mix.
+reports that name a mix. :func:`write_mix` writes a mix's training file into a synth run
+(``bindkit synth mix``), where the split-set guard checks it with the run's other splits.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError
@@ -64,8 +67,7 @@ def training_triplets(examples: list[Any], seed: int, mix: str) -> list[dict[str
     # lazily: naming a mix or its KIND_TEXT (the demo's --help, its report) needs no splits
     from bindkit.synth.splits import triplets
 
-    if mix not in MIXES:
-        raise BindkitError(f"mix {mix!r}: use one of {', '.join(MIXES)}")
+    check_mix(mix)
     makers: dict[str, Callable[[], list[dict[str, Any]]]] = {
         "full": lambda: triplets(examples),
         "paraphrase": lambda: paraphrase_triplets(examples, seed),
@@ -97,6 +99,129 @@ def training_triplets(examples: list[Any], seed: int, mix: str) -> list[dict[str
     rows = [row for kind in MIXES[mix] for row in makers[kind]()]
     random.Random(f"{seed}/{mix}").shuffle(rows)
     return rows[: len(full)]
+
+
+def check_mix(mix: str) -> None:
+    """Refuse a mix name that :data:`MIXES` does not hold, suggesting the nearest one."""
+    if mix not in MIXES:
+        close = difflib.get_close_matches(mix, list(MIXES), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise BindkitError(f"mix {mix!r}: {hint}use one of {', '.join(MIXES)}")
+
+
+MIX_FORMAT = "bindkit-synth-mix"
+
+
+def mix_file(mix: str) -> str:
+    """The name of mix ``mix``'s training file in a synth run: ``train-<mix>.jsonl`` (a train
+    file to the split-set guard, :func:`bindkit.synth.validate.split_name`)."""
+    return f"train-{mix}.jsonl"
+
+
+def mix_record(mix: str) -> str:
+    """The name of the record beside :func:`mix_file`: what produced it."""
+    return f"train-{mix}.json"
+
+
+def write_mix(
+    run_dir: str | Path,
+    mix: str,
+    *,
+    seed: int | None = None,
+    exclude_vocab: str | Path = "builtin",
+    max_rows: int | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``DIR/train-<mix>.jsonl``: :func:`training_triplets` of the run's NoOverlap train
+    pool (the examples of its train split, split with the run's split seed, without an item of
+    the ``exclude_vocab`` SABER vocabulary), as the demo's data step makes it. Every row is
+    checked first, with the run's val/test/held-out files
+    (:func:`bindkit.synth.validate.check_split_set`); the file is written atomically and
+    ``DIR/train-<mix>.json`` records what produced it (mix, seeds, vocabulary, the examples'
+    and the file's hashes, rows per kind).
+
+    Args:
+        run_dir: a synth run whose split set is whole and current (``bindkit synth split``).
+        mix: a name of :data:`MIXES`.
+        seed: the mix's seed (default: the split set's).
+        exclude_vocab: a SABER vocabulary directory, or ``builtin`` (the packaged one).
+        max_rows: keep the first rows only (the mix is shuffled).
+        overwrite: replace an existing file of this mix.
+
+    Returns:
+        The path of the written file.
+
+    Raises:
+        BindkitError: one line naming the bad input (unknown mix, no synth run, no split yet,
+            an existing file, a row that fails its rule or leaks into another split).
+    """
+    import json
+    from collections import Counter
+
+    from bindkit import __version__
+    from bindkit._io import atomic_write_bytes, atomic_write_text, jsonl_bytes, sha256_bytes
+    from bindkit.synth.rowkinds import kind_of
+    from bindkit.synth.splits import (
+        check_exclude_vocab,
+        no_overlap,
+        read_examples,
+        saber_words,
+        split,
+        verify_splits,
+        vocab_identity,
+    )
+    from bindkit.synth.validate import check_split_set
+
+    check_mix(mix)
+    run_dir = Path(run_dir)
+    if not (run_dir / "examples.jsonl").is_file():
+        raise BindkitError(
+            f"{run_dir}: not a synth run (no examples.jsonl); run `bindkit synth generate "
+            f"--out {run_dir} --n N` first"
+        )
+    if max_rows is not None and max_rows < 1:
+        raise BindkitError(f"--max-rows {max_rows}: give at least 1")
+    check_exclude_vocab(exclude_vocab)
+    out = run_dir / mix_file(mix)
+    if out.exists() and not overwrite:
+        raise BindkitError(f"{out}: exists; pass --overwrite to replace it")
+    summary = verify_splits(run_dir)
+    split_seed = int(summary["options"]["seed"])
+    seed = split_seed if seed is None else seed
+    words = saber_words(None if str(exclude_vocab) == "builtin" else exclude_vocab)
+    examples = read_examples(run_dir / "examples.jsonl")
+    train = no_overlap(split(examples, split_seed)["train"], words)
+    if not train:
+        raise BindkitError(
+            f"{run_dir}: no train example without a word of the {exclude_vocab} vocabulary; "
+            "generate more examples or give another --exclude-vocab"
+        )
+    rows = training_triplets(train, seed, mix)[:max_rows]
+    _, failures = check_split_set(run_dir, extra={out.name: list(rows)})
+    if failures:
+        where, _, rejection = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise BindkitError(
+            f"{run_dir / where}: [{rejection.rule}] {rejection.message}{more}; nothing written"
+        )
+    data = jsonl_bytes(rows)
+    atomic_write_bytes(out, data)
+    record = {
+        "format": MIX_FORMAT,
+        "bindkit_version": __version__,
+        "mix": mix,
+        "kinds": list(MIXES[mix]),
+        "seed": seed,
+        "split_seed": split_seed,
+        "exclude_vocab": vocab_identity(exclude_vocab, words),
+        "examples": {"sha256": summary["examples"]["sha256"], "train_pool": len(train)},
+        "max_rows": max_rows,
+        "rows": len(rows),
+        "row_kinds": dict(Counter(kind_of(row) for row in rows)),
+        "sha256": sha256_bytes(data),
+    }
+    atomic_write_text(run_dir / mix_record(mix), json.dumps(record, indent=2) + "\n")
+    return out
 
 
 # What each kind of MIXES teaches, in a clause for the reports that name a mix.
