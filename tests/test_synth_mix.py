@@ -67,11 +67,18 @@ def test_the_cli_writes_the_demo_s_training_set(tmp_path: Path) -> None:
     """`bindkit synth mix` on the demo's data folder writes its demo-train.jsonl, byte for
     byte, but for the row kinds the makers add (the demo file is written by the same makers)."""
     from bindkit.demo.finetune import MIX as DEMO_MIX
-    from bindkit.demo.finetune import TRAIN, DemoOptions, _data
+    from bindkit.demo.finetune import TRAIN, DemoOptions, _data, preserve_file
 
-    data, _, _ = _data(DemoOptions(out=str(tmp_path), examples=200, progress=False), tmp_path)
+    data, sizes, _ = _data(DemoOptions(out=str(tmp_path), examples=200, progress=False), tmp_path)
     assert main(["synth", "mix", str(data), "--mix", DEMO_MIX]) == 0
     assert (data / mix_file(DEMO_MIX)).read_bytes() == (data / TRAIN).read_bytes()
+    # and its preservation sets (the demo keeps the first steps x batch sentences of each)
+    assert len(sizes) == 2, sizes
+    for name, size in sizes.items():
+        demo = (data / preserve_file(name)).read_bytes()
+        argv = ["synth", "preserve", str(data), "--set", name, "--max-rows", str(size)]
+        assert main([*argv, "--overwrite"]) == 0  # the demo's second set has this file's name
+        assert (data / f"preserve-{name}.jsonl").read_bytes() == demo
 
 
 def test_a_mix_file_leaking_a_test_caption_is_refused_naming_file_and_line(
@@ -176,6 +183,10 @@ ROWS = [
     C("mix_vocab", f"synth mix y --mix {MIX} --exclude-vocab nodir", "y", 2, "--exclude-vocab nodir: not a directory; give a SABER vocabulary directory or 'builtin'"),
     C("mix_no_name", "synth mix y", "y", 2, "the following arguments are required: --mix"),
     C("mix_validate", f"synth validate y/{FILE}", "y:mixed", 0, "0 rejected"),
+    C("preserve_ok", "synth preserve y --set ctxgenD --max-rows 30", "y", 0, "30 sentences of preservation set ctxgenD in y/preserve-ctxgenD.jsonl", unchanged=("y/examples.jsonl", "y/splits.json")),
+    C("preserve_unknown", "synth preserve y --set ctxgen2", "y", 2, "preservation set 'ctxgen2': did you mean 'ctxgenD2'? use one of contexts, ctxgen, "),
+    C("preserve_no_split", "synth preserve y --set ctxgen", "y:nosplit", 2, "y/splits.json: missing"),
+    C("preserve_no_run", "synth preserve nowhere --set ctxgen", "", 2, "nowhere: not a synth run (no examples.jsonl)"),
 ]
 # fmt: on
 

@@ -1,4 +1,4 @@
-"""``bindkit synth generate|validate|split|mix``."""
+"""``bindkit synth generate|validate|split|mix|preserve``."""
 
 from __future__ import annotations
 
@@ -140,21 +140,42 @@ def register(commands: Any) -> None:
         f"validate` checks the file again.\n\nmixes:\n{mixes}\n\nrow kinds (their rules: "
         f"bindkit.synth.rowkinds.ROW_KINDS):\n{kinds}",
     )
-    mix.add_argument("directory", type=Path, help="a synth run with a split set")
     mix.add_argument("--mix", required=True, metavar="NAME", help="a mix (listed below)")
-    mix.add_argument("--seed", type=int, default=None, help="default: the split set's seed")
-    mix.add_argument(
+    _pool_options(mix)
+    mix.set_defaults(handler=_mix)
+
+    from bindkit.synth.preservation import PRESERVATION_SETS, PRESERVATION_TEXT
+
+    sets = "\n".join(f"  {name:<10} {PRESERVATION_TEXT[name]}" for name in PRESERVATION_SETS)
+    pre = sub.add_parser(
+        "preserve",
+        help="write a preservation set (DIR/preserve-<set>.jsonl) from a run's NoOverlap pool",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description='Write DIR/preserve-<set>.jsonl ({"text": ...} rows, for `bindkit train '
+        "triplets --preserve`): the named preservation set of the run's NoOverlap train pool, "
+        "as `bindkit demo finetune` makes it (the demo keeps steps x 32 sentences: "
+        f"--max-rows); DIR/preserve-<set>.json records what produced it.\n\nsets:\n{sets}",
+    )
+    pre.add_argument("--set", required=True, metavar="NAME", help="a set (listed below)")
+    _pool_options(pre)
+    pre.set_defaults(handler=_preserve)
+
+
+def _pool_options(parser: argparse.ArgumentParser) -> None:
+    """What ``synth mix`` and ``synth preserve`` share: the run, its NoOverlap pool, the file."""
+    parser.add_argument("directory", type=Path, help="a synth run with a split set")
+    parser.add_argument("--seed", type=int, default=None, help="default: the split set's seed")
+    parser.add_argument(
         "--exclude-vocab",
         default="builtin",
         metavar="SABER_VOCAB",
         help="the vocabulary the NoOverlap pool avoids: a SABER vocabulary directory or "
         "'builtin' (the packaged one, the default)",
     )
-    mix.add_argument(
+    parser.add_argument(
         "--max-rows", type=int, default=None, metavar="N", help="keep the first N rows"
     )
-    mix.add_argument("--overwrite", action="store_true", help="replace the mix's file")
-    mix.set_defaults(handler=_mix)
+    parser.add_argument("--overwrite", action="store_true", help="replace the file")
 
 
 def _split_options(parser: argparse.ArgumentParser) -> None:
@@ -258,6 +279,22 @@ def _mix(args: argparse.Namespace) -> int:
     )
     rows = sum(1 for _ in out.open(encoding="utf-8"))
     print(f"{rows} rows of mix {args.mix} in {out}")
+    return 0
+
+
+def _preserve(args: argparse.Namespace) -> int:
+    from bindkit.synth.mixes import write_preservation
+
+    out = write_preservation(
+        args.directory,
+        args.set,
+        seed=args.seed,
+        exclude_vocab=args.exclude_vocab,
+        max_rows=args.max_rows,
+        overwrite=args.overwrite,
+    )
+    rows = sum(1 for _ in out.open(encoding="utf-8"))
+    print(f"{rows} sentences of preservation set {args.set} in {out}")
     return 0
 
 
