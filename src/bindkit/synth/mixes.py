@@ -104,10 +104,14 @@ def training_triplets(examples: list[Any], seed: int, mix: str) -> list[dict[str
 
 def check_mix(mix: str) -> None:
     """Refuse a mix name that :data:`MIXES` does not hold, suggesting the nearest one."""
-    if mix not in MIXES:
-        close = difflib.get_close_matches(mix, list(MIXES), n=1)
+    _check_name("mix", mix, list(MIXES))
+
+
+def _check_name(what: str, name: str, names: list[str]) -> None:
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise BindkitError(f"mix {mix!r}: {hint}use one of {', '.join(MIXES)}")
+        raise BindkitError(f"{what} {name!r}: {hint}use one of {', '.join(names)}")
 
 
 MIX_FORMAT = "bindkit-synth-mix"
@@ -197,11 +201,7 @@ def write_preservation(
     from bindkit._io import jsonl_bytes
     from bindkit.synth.preservation import PRESERVATION_SETS, preservation_sentences
 
-    if name not in PRESERVATION_SETS:
-        close = difflib.get_close_matches(name, list(PRESERVATION_SETS), n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        sets = ", ".join(PRESERVATION_SETS)
-        raise BindkitError(f"preservation set {name!r}: {hint}use one of {sets}")
+    _check_name("preservation set", name, list(PRESERVATION_SETS))
     out = Path(run_dir) / f"preserve-{name}.jsonl"
     pool = train_pool(run_dir, exclude_vocab, out, max_rows, overwrite)
     seed = pool.split_seed if seed is None else seed

@@ -123,7 +123,6 @@ RELATION_SYNONYMS = {
 
 EVERYDAY_KINDS = tuple(k for k in ROW_KINDS if k.startswith("everyday"))
 RELATION_KINDS = ("relation", "negation", "relation_listed", "negation_listed")
-SWAP_ROW_KINDS = (SWAP, "paraphrase", "predication", "restatement", "synonym")
 
 _ARTICLES = {"a", "an"}
 # the words each rewording adds to the caption's own
