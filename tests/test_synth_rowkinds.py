@@ -271,4 +271,4 @@ def test_synth_validate_names_the_kind_s_rule(
     captured = capsys.readouterr()
     assert "mine.jsonl:2 ?: [paraphrase] the positive binds " in captured.out
     assert "2 rows, 1 valid, 1 rejected" in captured.err
-    assert f"paraphrase {1:>14}  {ROW_KINDS['paraphrase']}\n" in captured.err
+    assert f"  {'paraphrase':<18} {1:>7}  {ROW_KINDS['paraphrase']}\n" in captured.err
