@@ -197,8 +197,8 @@ def test_a_listed_positive_must_bind_as_the_query_does() -> None:
     [
         ({ROW_KIND: "nope"}, "unknown row_kind 'nope'; use one of swap, paraphrase, "),
         ({ROW_KIND: 3}, "unknown row_kind '3'"),
-        ({"type": "pair_swap"}, "type 'pair_swap': a everyday row's type is everyday"),
-        ({"negative_kind": "attribute"}, "negative_kind must be 'everyday' in a everyday row"),
+        ({"type": "pair_swap"}, "type 'pair_swap': an everyday row's type is everyday"),
+        ({"negative_kind": "attribute"}, "negative_kind must be 'everyday' in an everyday row"),
         ({ROW_KIND: "relation"}, "type 'everyday': a relation row's type is a construction"),
     ],
 )

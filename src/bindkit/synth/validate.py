@@ -600,10 +600,12 @@ def validate_triplet(obj: object, split: str | None) -> list[Rejection]:
     everyday = kind in EVERYDAY_KINDS
     if everyday != (obj["type"] == "everyday") or not (everyday or obj["type"] in CONSTRUCTIONS):
         wanted = "everyday" if everyday else "a construction"
-        return [Rejection("schema", f"type {obj['type']!r}: a {kind} row's type is {wanted}")]
+        row = f"{indefinite_article(kind)} {kind} row"
+        return [Rejection("schema", f"type {obj['type']!r}: {row}'s type is {wanted}")]
     if obj["negative_kind"] not in negative_kinds(kind):
         wanted = " or ".join(repr(k) for k in negative_kinds(kind))
-        return [Rejection("schema", f"negative_kind must be {wanted} in a {kind} row")]
+        row = f"{indefinite_article(kind)} {kind} row"
+        return [Rejection("schema", f"negative_kind must be {wanted} in {row}")]
     if split in ("train", "val", "test"):
         if obj["type"] in controls()["splits"]["heldout"]:
             message = f"{obj['type']} is held out of the {split} split"
