@@ -79,7 +79,9 @@ def register(commands: Any) -> None:
         help="check a JSONL file of examples (or triplets) against every rule",
         description="Check every example against the seed's rules; duplicate ids and "
         "attribute-object sets are always checked over the whole file. Triplet files "
-        "(train.jsonl, ...) are detected from their rows.",
+        "(train.jsonl, train-<mix>.jsonl, ...) are detected from their rows; each triplet row "
+        "is checked by the rule of its row_kind (none: a swap row; `bindkit synth mix --help` "
+        "lists the kinds).",
     )
     val.add_argument("file", type=Path, nargs="?", help="a JSONL file (or use --split-set)")
     val.add_argument(
@@ -130,7 +132,7 @@ def register(commands: Any) -> None:
     kinds = "\n".join(f"  {kind:<22} {rule.split(': ')[0]}" for kind, rule in ROW_KINDS.items())
     mix = sub.add_parser(
         "mix",
-        help="write a training mix (DIR/train-<mix>.jsonl) from a run's NoOverlap train split",
+        help="write a training mix (DIR/train-<mix>.jsonl) from a run's NoOverlap train pool",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Write DIR/train-<mix>.jsonl: the named mix's triplets (full-caption swaps, "
         "paraphrases, relation and negation rows, everyday scenes, ...) made from the run's "
@@ -149,7 +151,8 @@ def register(commands: Any) -> None:
     sets = "\n".join(f"  {name:<10} {PRESERVATION_TEXT[name]}" for name in PRESERVATION_SETS)
     pre = sub.add_parser(
         "preserve",
-        help="write a preservation set (DIR/preserve-<set>.jsonl) from a run's NoOverlap pool",
+        help="write a preservation set (DIR/preserve-<set>.jsonl) from a run's NoOverlap "
+        "train pool",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description='Write DIR/preserve-<set>.jsonl ({"text": ...} rows, for `bindkit train '
         "triplets --preserve`): the named preservation set of the run's NoOverlap train pool, "
