@@ -3,6 +3,7 @@ monkeypatched ``snapshot_download`` stand in for the network."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -73,15 +74,24 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def server() -> Iterator[str]:
+@contextlib.contextmanager
+def serving() -> Iterator[str]:
+    """A :class:`Handler` server on 127.0.0.1 (its files emptied); yields its base URL."""
     Handler.files, Handler.cut, Handler.pace, Handler.requests = {}, {}, {}, []
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    with serving() as base:
+        yield base
 
 
 def sha(data: bytes) -> str:
@@ -314,7 +324,7 @@ def test_the_real_plans_pin_the_published_layout() -> None:
         assert name == plan.task and name in tasks and plan.license and plan.verified
         for part in plan.parts:
             if isinstance(part, Url):
-                assert part.url.startswith(("http://", "https://"))
+                assert part.url.startswith(("http://", "https://", "ftp://"))
                 assert part.sha256 is None or re.fullmatch(r"[0-9a-f]{64}", part.sha256)
     sc = [p for p in SOURCES["sugarcrepe"].parts if isinstance(p, Url) and not p.images]
     assert sorted(p.to for p in sc) == sorted(
@@ -380,7 +390,8 @@ def test_a_gated_dataset_says_what_to_do(
     err = capsys.readouterr().err.strip()
     assert err == (
         "bindkit: error: facebook/winoground: a gated dataset; accept its terms at "
-        "https://huggingface.co/datasets/facebook/winoground and log in (`hf auth login`)"
+        "https://huggingface.co/datasets/facebook/winoground and log in (`hf auth login`) "
+        f"(next: `bindkit fetch winoground --to {tmp_path / 'wg'}`)"
     )
 
 

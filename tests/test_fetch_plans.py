@@ -1,0 +1,364 @@
+"""Each real fetch plan against its task's reader: a tiny release is written in the layout the
+task reads (the task tests' own fixture writers), packed the way the publisher ships it (the
+archive names and top folders its plan's ``verified`` cites), served from 127.0.0.1 under the
+plan's file names, fetched with the plan's own extraction steps, and loaded with ``Task.load``:
+the fetched folder must read as the release it was packed from. Also: ``--to`` is removed on
+every kind of failure that leaves nothing to resume, and ``eval --fetch``."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tests.test_fetch import Handler, _fake_snapshot, serving, sha
+
+from bindkit.cli import main
+from bindkit.errors import BindkitError
+from bindkit.fetch.run import STATE, fetch
+from bindkit.fetch.sources import SOURCES, Hub, Plan, Url
+from bindkit.tasks.base import get_task
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    with serving() as base:
+        yield base
+
+
+def tar_of(folder: Path, prefix: str = "", gz: bool = True, only: str = "") -> bytes:
+    """``folder``'s files (those under ``only``) as a tar(.gz), each member named
+    ``prefix + its path``."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz" if gz else "w") as tf:
+        for file in sorted(p for p in (folder / only).rglob("*") if p.is_file()):
+            tf.add(file, prefix + file.relative_to(folder).as_posix())
+    return buffer.getvalue()
+
+
+def zip_of(folder: Path, prefix: str = "") -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+            zf.write(file, prefix + file.relative_to(folder).as_posix())
+    return buffer.getvalue()
+
+
+def local(plan: Plan, base: str) -> Plan:
+    """The plan with every URL served from ``base`` by its file name; a pinned hash becomes the
+    served file's (the fixture is not the publisher's file), a checksum list stays a list."""
+
+    def moved(url: str) -> str:
+        return f"{base}/{Path(url.split('?')[0]).name}"
+
+    parts = []
+    for p in plan.parts:
+        if isinstance(p, Url):
+            name = Path(p.url).name
+            pinned = None if p.sha256 is None else sha(Handler.files[name])
+            lst = None if p.sha256_list is None else moved(p.sha256_list)
+            p = dataclasses.replace(p, url=moved(p.url), sha256=pinned, sha256_list=lst)
+        parts.append(p)
+    return dataclasses.replace(plan, parts=tuple(parts))
+
+
+def served_names(plan: Plan) -> set[str]:
+    names = {Path(p.url).name for p in plan.parts if isinstance(p, Url)}
+    return names | {
+        Path(p.sha256_list).name for p in plan.parts if isinstance(p, Url) and p.sha256_list
+    }
+
+
+# -- the plans, each against its reader ---------------------------------------------------------
+def test_oxford5k_plan_reads_as_the_release(server: str, tmp_path: Path) -> None:
+    from tests.test_task_oxford_paris import _write_release
+
+    release = tmp_path / "release"
+    _write_release(release, release / "oxbuild_images", "all_souls", "oxc1_", nested=False)
+    Handler.files |= {
+        "gt_files_170407.tgz": tar_of(release / "gt"),  # files at the top (vissl: tar -C lab)
+        "oxbuild_images-v1.tgz": tar_of(release / "oxbuild_images", "oxbuild_images/"),
+    }
+    assert served_names(SOURCES["oxford5k"]) == set(Handler.files)
+    out = tmp_path / "oxford5k"
+    fetch(local(SOURCES["oxford5k"], server), out, log=None)
+    _same_oxford_dataset("oxford5k", release, out, "oxbuild_images")
+
+
+def test_paris6k_plan_flattens_the_landmark_folders(server: str, tmp_path: Path) -> None:
+    from tests.test_task_oxford_paris import _write_release
+
+    release = tmp_path / "release"
+    _write_release(release, release / "paris", "paris_defense", "", nested=True)
+    images = sorted((release / "paris").rglob("*.jpg"))
+    halves = (tmp_path / "p1", tmp_path / "p2")
+    for i, image in enumerate(images):  # the two archives each hold some landmark files
+        target = halves[i % 2] / "paris" / "defense" / image.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(image.read_bytes())
+    Handler.files |= {
+        "paris_120310.tgz": tar_of(release / "gt"),
+        "paris_1-v1.tgz": tar_of(halves[0]),
+        "paris_2-v1.tgz": tar_of(halves[1]),
+    }
+    assert served_names(SOURCES["paris6k"]) == set(Handler.files)
+    out = tmp_path / "paris6k"
+    fetch(local(SOURCES["paris6k"], server), out, log=None)
+    assert sorted(p.name for p in (out / "paris").iterdir()) == sorted(p.name for p in images)
+    _same_oxford_dataset("paris6k", release, out, "paris")
+
+
+def _same_oxford_dataset(task_name: str, release: Path, out: Path, images: str) -> None:
+    from bindkit.tasks.instance._oxford import collection
+
+    task = get_task(task_name)
+    fetched, written = task.load(out), task.load(release)
+    assert fetched.sha256 == written.sha256  # the same queries, boxes and lists
+    assert fetched.payload[1] == out / images  # the reader's default image folder
+    assert set(collection(out / images)) == set(collection(release / images))
+    assert not (out / ".downloads").exists()
+
+
+def test_instre_plan_reads_as_the_release(server: str, tmp_path: Path) -> None:
+    from tests.test_task_instre import _write_release
+
+    release = tmp_path / "release"
+    release.mkdir()
+    _write_release(release)
+    Handler.files |= {
+        "gnd_instre.mat": (release / "gnd_instre.mat").read_bytes(),
+        "instre.tar.gz": _tar_without(release, "gnd_instre.mat"),  # INSTRE-S1/ ... at the top
+    }
+    assert served_names(SOURCES["instre"]) == set(Handler.files)
+    out = tmp_path / "instre"
+    fetch(local(SOURCES["instre"], server), out, log=None)
+    task = get_task("instre")
+    fetched = task.load(out)
+    assert fetched.sha256 == task.load(release).sha256
+    for path in (*fetched.payload[0], *fetched.payload[1]):  # qimlist, imlist: every image there
+        assert (out / path).read_bytes() == (release / path).read_bytes()
+
+
+def _tar_without(folder: Path, name: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+        for file in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != name):
+            tf.add(file, file.relative_to(folder).as_posix())
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("task_name", ["ilias", "ilias_fine"])
+def test_ilias_plan_checks_the_core_against_the_publishers_checksums(
+    server: str, tmp_path: Path, task_name: str
+) -> None:
+    from tests.test_tasks_ilias import _write_ilias
+
+    release = tmp_path / "release"
+    _write_ilias(release, np.random.default_rng(0))
+    core = tar_of(release, gz=False, only="ilias_core")  # members ilias_core/<object>/...
+    published = "https://vrg.fel.cvut.cz/ilias_data/ilias_core.tar"
+    Handler.files |= {
+        name: (release / "image_ids" / name).read_bytes()
+        for name in ("image_query_ids.txt", "text_query_ids.txt", "positive_ids.txt")
+    }
+    Handler.files |= {
+        "taxonomy.json": (release / "taxonomy.json").read_bytes(),
+        "ilias_core.tar": core,
+        "checksums.txt": f"{'0' * 64} {published}.old\n{sha(core)} {published}\n".encode(),
+    }
+    assert served_names(SOURCES[task_name]) == set(Handler.files)
+    out = tmp_path / task_name
+    fetch(local(SOURCES[task_name], server), out, log=None)
+    task = get_task(task_name)
+    fetched = task.load(out)
+    assert fetched.sha256 == task.load(release).sha256 and fetched.subsets
+    assert (out / "ilias_core").is_dir() and not (out / "ilias_core.tar").exists()
+    record = json.loads((out / STATE).read_text())
+    assert record["parts"][f"{server}/ilias_core.tar"]["sha256"] == sha(core)
+
+
+def test_a_core_unlike_the_listed_checksum_is_refused_and_nothing_is_left(
+    server: str, tmp_path: Path
+) -> None:
+    Handler.files |= {
+        "ilias_core.tar": tar_of(tmp_path, gz=False),
+        "checksums.txt": f"{'1' * 64} https://vrg.fel.cvut.cz/ilias_data/ilias_core.tar\n".encode(),
+    }
+    core = next(p for p in SOURCES["ilias"].parts if isinstance(p, Url) and p.sha256_list)
+    plan = local(dataclasses.replace(SOURCES["ilias"], parts=(core,)), server)
+    with pytest.raises(BindkitError, match=r"is not the pinned 1{64}.*\(next: `bindkit fetch"):
+        fetch(plan, tmp_path / "d", log=None)
+    assert not (tmp_path / "d").exists()
+    Handler.files["checksums.txt"] = b"# nothing for it\n"
+    with pytest.raises(BindkitError, match=r"checksums.txt: lists no sha256 for ilias_core.tar"):
+        fetch(plan, tmp_path / "d", log=None)
+
+
+def test_pods_plan_drops_the_archives_top_folder(server: str, tmp_path: Path) -> None:
+    from tests.test_tasks_pods import _write_pods
+
+    release = tmp_path / "release"
+    _write_pods(release)
+    Handler.files["pods.zip"] = zip_of(release, "pods/")  # configs read ./data/pods/...
+    assert served_names(SOURCES["pods"]) == set(Handler.files)
+    out = tmp_path / "pods"
+    fetch(local(SOURCES["pods"], server), out, log=None)
+    task = get_task("pods")
+    assert task.load(out).sha256 == task.load(release).sha256
+    assert (out / "pods_info.json").is_file() and not (out / "pods").exists()
+
+
+def test_mmeb_v2_parts_unpack_as_vlm2vecs_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import huggingface_hub
+
+    hub = tmp_path / "hub"
+    media = tmp_path / "media"
+    (media / "MMEB" / "ImageNet-1K").mkdir(parents=True)
+    (media / "MMEB" / "ImageNet-1K" / "0.jpg").write_bytes(b"jpg")
+    v2 = hub / "TIGER-Lab" / "MMEB-V2"
+    (v2 / "image-tasks").mkdir(parents=True)
+    (v2 / "image-tasks" / "mmeb_v1.tar.gz").write_bytes(tar_of(media))
+    frames = v2 / "video-tasks" / "frames"
+    frames.mkdir(parents=True)
+    clips = tmp_path / "clips"
+    for group, name in (("cls", "K700"), ("ret", "MSR-VTT"), ("mret", "QVHighlight")):
+        (clips / group / name / "c1").mkdir(parents=True)
+        (clips / group / name / "c1" / "0.jpg").write_bytes(group.encode())
+    (frames / "video_cls.tar.gz").write_bytes(tar_of(clips / "cls"))  # -C video_cls
+    (frames / "video_ret.tar.gz").write_bytes(tar_of(clips / "ret"))  # -C video_ret
+    (frames / "video_mret.tar.gz").write_bytes(tar_of(clips / "mret", "video_mret/"))
+    qa = tar_of(clips / "cls", "video_qa/")  # cat video_qa.tar.gz-0{0..4} | tar -xz
+    step = len(qa) // 5 + 1
+    for i in range(5):
+        (frames / f"video_qa.tar.gz-0{i}").write_bytes(qa[i * step : (i + 1) * step])
+    instruct = hub / "ziyjiang" / "MMEB_Test_Instruct" / "ImageNet-1K"
+    instruct.mkdir(parents=True)
+    (instruct / "test-00000-of-00001.parquet").write_bytes(b"PAR1")
+    (instruct.parent / "big.zip").write_bytes(b"not an annotation file")
+    ucf = hub / "VLM2Vec" / "UCF101" / "data"
+    ucf.mkdir(parents=True)
+    (ucf / "test.jsonl").write_text('{"video_id": "c1"}\n')
+    seen: list[dict[str, Any]] = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", _fake_snapshot(hub, seen))
+    out = tmp_path / "mmeb_v2"
+    fetch("mmeb_v2", out, parts=["image"], log=print)
+    printed = capsys.readouterr().out
+    assert (out / "image-tasks" / "ImageNet-1K" / "0.jpg").read_bytes() == b"jpg"  # MMEB/ gone
+    assert (out / "ziyjiang/MMEB_Test_Instruct/ImageNet-1K/test-00000-of-00001.parquet").is_file()
+    assert not (out / "ziyjiang/MMEB_Test_Instruct/big.zip").exists()
+    assert {s["repo_id"] for s in seen} == {"TIGER-Lab/MMEB-V2", "ziyjiang/MMEB_Test_Instruct"}
+    assert "note: ziyjiang/MMEB_Test_Instruct is not pinned to a revision" in printed
+    assert "ImageNet-1K" in get_task("mmeb_v2").load(out).subsets
+    seen.clear()
+    for repo in ("Kinetics-700", "MSR-VTT", "QVHighlight"):
+        (hub / "VLM2Vec" / repo).mkdir(parents=True, exist_ok=True)
+    fetch("mmeb_v2", out, parts=["video"], log=None)
+    assert (frames / "video_qa.tar.gz-00").exists()  # the fake hub is untouched
+    got = out / "video-tasks" / "frames"
+    assert (got / "video_cls" / "K700" / "c1" / "0.jpg").read_bytes() == b"cls"
+    assert (got / "video_ret" / "MSR-VTT" / "c1" / "0.jpg").read_bytes() == b"ret"
+    assert (got / "video_mret" / "QVHighlight" / "c1" / "0.jpg").read_bytes() == b"mret"
+    assert (got / "video_qa" / "K700" / "c1" / "0.jpg").read_bytes() == b"cls"  # joined pieces
+    assert not any(got.glob("*.tar.gz*")) and not (out / ".downloads").exists()
+    assert "UCF101" in get_task("mmeb_v2").load(out).subsets
+    assert "TIGER-Lab/MMEB-V2" in {s["repo_id"] for s in seen}
+    assert all(s["repo_id"] != "ziyjiang/MMEB_Test_Instruct" for s in seen)
+    with pytest.raises(BindkitError, match=r"--part audio: mmeb_v2 has parts image, video, visdoc"):
+        fetch("mmeb_v2", out, parts=["audio"], log=None)
+    with pytest.raises(BindkitError, match=r"--part: pods has no named parts"):
+        fetch("pods", out, parts=["image"], log=None)
+
+
+def test_mmeb_v2_annotation_datasets_are_those_the_readers_read() -> None:
+    from bindkit.fetch.sources import MMEB_V2_ANNOTATIONS
+    from bindkit.tasks.mmeb._mmeb_v2_data import SOURCES as READERS
+
+    planned = {repo for repos in MMEB_V2_ANNOTATIONS.values() for repo in repos}
+    assert planned == {source.repo for source in READERS.values()}
+    hubs = [p for p in SOURCES["mmeb_v2"].parts if isinstance(p, Hub)]
+    annotation = [p for p in hubs if p.repo_id != "TIGER-Lab/MMEB-V2"]
+    assert all(p.to == p.repo_id for p in annotation)  # DATA/<owner>/<name>, as the readers
+    assert {p.part for p in hubs} == {"image", "video", "visdoc"}
+    for name, source in READERS.items():  # each reader's dataset is in the part named for it
+        part = next(p.part for p in annotation if p.repo_id == source.repo)
+        kind = "image" if "image-tasks" in source.media else "video" if source.media else "visdoc"
+        assert part == kind, name
+
+
+def test_every_hub_part_is_pinned_or_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    pinned = {
+        p.repo_id: p.revision
+        for plan in SOURCES.values()
+        for p in plan.parts
+        if isinstance(p, Hub) and p.revision
+    }
+    assert pinned == {
+        "imirandam/BiVLC": "0c504074819f3fa83d5d3f37018f8b43c05bda82",
+        "TIGER-Lab/MMEB-eval": "2f069730be515ea60778413777816b53e2d2a697",
+    }
+
+
+# -- failures leave no folder that hides the next hint ------------------------------------------
+def test_an_archive_that_cannot_be_unpacked_leaves_no_folder(server: str, tmp_path: Path) -> None:
+    Handler.files |= {
+        "gt_files_170407.tgz": b"\x1f\x8b" + b"not really gzip" * 10,  # passes the kind check
+        "oxbuild_images-v1.tgz": tar_of(tmp_path),
+    }
+    out = tmp_path / "data" / "oxford5k"
+    with pytest.raises(BindkitError) as failed:
+        fetch(local(SOURCES["oxford5k"], server), out, log=None)
+    message = str(failed.value)
+    assert "gt_files_170407.tgz: cannot be unpacked" in message
+    assert message.endswith(f"(next: `bindkit fetch oxford5k --to {out}`)")
+    assert not (tmp_path / "data").exists()  # the folder and the parent it made
+
+
+def test_an_unsafe_archive_is_removed_with_what_it_unpacked(server: str, tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+        for name in ("a_query.txt", "../../escape.txt"):
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            tf.addfile(info, io.BytesIO(b"x"))
+    Handler.files["gt_files_170407.tgz"] = buffer.getvalue()
+    plan = local(
+        dataclasses.replace(SOURCES["oxford5k"], parts=SOURCES["oxford5k"].parts[:1]), server
+    )
+    with pytest.raises(BindkitError, match=r"leaves the folder; the archive is unsafe"):
+        fetch(plan, tmp_path / "ox", log=None)
+    assert not (tmp_path / "ox").exists() and not (tmp_path / "escape.txt").exists()
+
+
+def test_a_failure_after_a_finished_part_keeps_the_folder_to_resume(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Handler.files["gnd_instre.mat"] = b"MATLAB 5.0 MAT-file"
+    out = tmp_path / "instre"
+    plan = local(SOURCES["instre"], server)  # instre.tar.gz is not served: HTTP 404
+    with pytest.raises(BindkitError, match=r"instre.tar.gz: HTTP 404.*\(next: `bindkit fetch"):
+        fetch(plan, out, log=None)
+    assert (out / "gnd_instre.mat").is_file() and (out / STATE).is_file()
+    capsys.readouterr()
+
+
+def test_a_failed_fetch_names_the_command_with_its_options(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(SOURCES, "pods", local(SOURCES["pods"], server))  # pods.zip: 404
+    monkeypatch.setenv("BINDKIT_DATA", str(tmp_path / "data"))
+    assert main(["fetch", "pods", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("pods.zip: HTTP 404 Not Found; check the URL or try later "
+                        "(next: `bindkit fetch pods`)")  # fmt: skip
+    assert not (tmp_path / "data").exists()
+    assert main(["fetch", "sculptures6k"]) == 2
+    assert "no plan; download the ground truth and the images by hand" in capsys.readouterr().err
