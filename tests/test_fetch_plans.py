@@ -362,3 +362,81 @@ def test_a_failed_fetch_names_the_command_with_its_options(
     assert not (tmp_path / "data").exists()
     assert main(["fetch", "sculptures6k"]) == 2
     assert "no plan; download the ground truth and the images by hand" in capsys.readouterr().err
+
+
+# -- eval --fetch: download on demand -----------------------------------------------------------
+def _local_sugarcrepe(server: str) -> tuple[Plan, set[str]]:
+    """SugarCrepe's plan with its seven annotation files served locally (images left out)."""
+    rows = {"0": {"filename": "1.jpg", "caption": "a red cube", "negative_caption": "a cube red"}}
+    parts = [p for p in SOURCES["sugarcrepe"].parts if isinstance(p, Url) and not p.images]
+    Handler.files |= {p.to: json.dumps(rows).encode() for p in parts}
+    plan = local(dataclasses.replace(SOURCES["sugarcrepe"], parts=tuple(parts)), server)
+    return plan, {p.to.removesuffix(".json") for p in parts}
+
+
+def test_eval_fetch_downloads_missing_data_once_and_prints_the_licence(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\n"
+    rows = [("a red cube", "a red cube", 5.0), ("a red cube", "a blue ball", 1.5)]
+    rows += [("a small dog", "a small dog runs", 4.1), ("a cat", "the sky", 1.0)]
+    sick = header + "".join(f"{i}\t{a}\t{b}\t{g}\n" for i, (a, b, g) in enumerate(rows))
+    for name in ("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"):
+        Handler.files[name] = sick.encode()
+    monkeypatch.setitem(SOURCES, "sts", local(SOURCES["sts"], server))
+    monkeypatch.setenv("BINDKIT_DATA", str(tmp_path / "data"))
+    args = ["eval", "--model", "bow", "--task", "sts", "--out", str(tmp_path / "r")]
+    args += ["--no-report", "--no-cache"]
+    pods = [*args[:4], "pods", *args[5:]]
+    assert main(pods) == 2  # without --fetch: the error names both ways to get the data
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("`bindkit fetch pods` downloads it (or add --fetch to bindkit eval)")
+    )
+    assert not (tmp_path / "data").exists() and not Handler.requests
+    assert main([*args, "--fetch"]) == 0
+    err = capsys.readouterr().err
+    folder = tmp_path / "data" / "sick"
+    assert err.count("licence: CC BY-NC-SA 3.0") == 1
+    assert f"sts: fetching into {folder}; licence: CC BY-NC-SA 3.0 (SICK)" in err
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "r").rglob("tt.json")]
+    assert record["data"]["source"].endswith("sick/SICK_test_annotated.txt")
+    served = len(Handler.requests)
+    assert main([*args, "--fetch"]) == 0  # the data is there: nothing is fetched again
+    assert len(Handler.requests) == served and "fetching" not in capsys.readouterr().err
+
+
+def test_fetch_if_missing_resumes_an_unfinished_fetch(server: str, tmp_path: Path) -> None:
+    from bindkit.fetch import sources
+    from bindkit.fetch.run import fetch_if_missing
+
+    plan, subsets = _local_sugarcrepe(server)
+    folder = tmp_path / "sc"
+    fetch(dataclasses.replace(plan, parts=plan.parts[:1]), folder, log=None)  # 1 file of 7
+    said: list[str] = []
+    original = sources.SOURCES["sugarcrepe"]
+    sources.SOURCES["sugarcrepe"] = plan
+    try:
+        assert fetch_if_missing("sugarcrepe", folder, log=said.append) == folder
+        assert fetch_if_missing("sugarcrepe", folder, log=said.append) == folder
+    finally:
+        sources.SOURCES["sugarcrepe"] = original
+    assert {p.stem for p in folder.glob("[!.]*.json")} == subsets
+    assert said == [f"sugarcrepe: fetching into {folder}; licence: {plan.license}"]
+    assert set(get_task("sugarcrepe").load(folder).subsets) == subsets
+
+
+def test_eval_fetch_needs_a_place_and_skips_tasks_without_a_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bindkit.fetch.run import fetch_if_missing
+
+    monkeypatch.delenv("BINDKIT_DATA", raising=False)
+    with pytest.raises(BindkitError, match=r"--fetch pods: pass --data DIR to fill or set BINDK"):
+        fetch_if_missing("pods")
+    assert fetch_if_missing("saber") is None and fetch_if_missing("sculptures6k") is None
+    sick = tmp_path / "mine.txt"
+    assert fetch_if_missing("sts", sick) == sick  # --data names the file: read as given
+    args = ["eval", "--model", "bow", "--pairings", "tt", "--out", str(tmp_path / "r")]
+    assert main([*args, "--no-report", "--fetch", "-q"]) == 0  # saber: built in, nothing to fetch

@@ -147,7 +147,9 @@ def test_a_missing_folder_names_fetch_only_for_a_fetchable_task(tmp_path: Path) 
     tasks = task_classes()
     with pytest.raises(BindkitError) as fetchable:
         resolve_data(tasks["sts"].metadata, tmp_path / "absent")
-    assert str(fetchable.value).endswith("; `bindkit fetch sts` downloads it")
+    assert str(fetchable.value).endswith(
+        "; `bindkit fetch sts` downloads it (or add --fetch to bindkit eval)"
+    )
     with pytest.raises(BindkitError) as other:
         resolve_data(tasks["sculptures6k"].metadata, tmp_path / "absent")
     assert "bindkit fetch" not in str(other.value)

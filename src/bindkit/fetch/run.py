@@ -133,6 +133,56 @@ def fetch(
         raise BindkitError(f"{exc} (next: `{command(plan, to, images, parts)}`)") from None
 
 
+def fetch_if_missing(
+    task: str,
+    data: str | Path | None = None,
+    *,
+    log: Callable[[str], None] | None = print,
+    progress: bool | None = None,
+) -> Path | None:
+    """Download on demand (``bindkit eval --fetch``, as mteb's and CLIP_benchmark's
+    ``download=True``): the path the task should read, its plan fetched first when the files are
+    missing or a fetch left them unfinished (its state file lists fewer parts than the plan).
+
+    ``data`` (``--data``) is the folder to fill; without it, ``$BINDKIT_DATA/<folder>``. Files
+    that are there without a state file (a copy made by hand) are used as they are.
+
+    Returns:
+        The path to read (the folder, or the file a plan's ``data`` names), or None for a task
+        without a plan (nothing to fetch: read ``data`` as given).
+
+    Raises:
+        BindkitError: no place to put the files, or the fetch failed.
+    """
+    from bindkit.tasks.base import DATA_ENV
+
+    if task not in SOURCES:
+        return None
+    plan = SOURCES[task]
+    if data is not None and plan.data:
+        return Path(data)  # --data names the file itself: read it as given
+    if data is None and not os.environ.get(DATA_ENV):
+        raise BindkitError(f"--fetch {task}: pass --data DIR to fill or set {DATA_ENV}=ROOT")
+    folder = target_folder(plan, data)
+    target = folder / plan.data if plan.data else folder
+    if target.exists() and _finished(plan, folder):
+        return target
+    if log is not None:
+        log(f"{task}: fetching into {folder}; licence: {plan.license}")
+    fetch(plan, folder, log=None, progress=progress)
+    return target
+
+
+def _finished(plan: Plan, folder: Path) -> bool:
+    """No fetch left ``folder`` unfinished: no state file (files put there by hand), or one
+    that records every part of the plan."""
+    state = folder / STATE
+    if not state.is_file():
+        return True
+    done = _read_state(state).get("parts", {})
+    return all(part_key(p) in done for p in plan.parts)
+
+
 def _resumable_progress(folder: Path) -> bool:
     """The folder holds a finished part (the state file) or a cut-off download to resume."""
     if not folder.is_dir():

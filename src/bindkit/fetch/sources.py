@@ -338,6 +338,7 @@ SOURCES: dict[str, Plan] = {
         "file is named by that folder's README",
         folder="sick",
         use="--task sts --data $BINDKIT_DATA/sick/SICK_test_annotated.txt",
+        data="SICK_test_annotated.txt",
     ),
     "roxford5k": Plan(
         "roxford5k",
