@@ -186,7 +186,7 @@ def test_the_state_file_is_checked_against_the_files_on_disk(
         "val2017.zip": zip_bytes({"val2017/1.jpg": b"jpg1", "val2017/2.jpg": b"jpg2"}),
     }
     plan = Plan(
-        "sugarcrepe",
+        "demo",  # not a task: no reader checks the made-up files
         "MIT",
         (
             Url(f"{server}/swap_att.json", "swap_att.json"),
@@ -260,7 +260,7 @@ def test_fetch_builds_the_task_layout_records_it_and_skips_what_it_has(
         "paris_1.tgz": tar_bytes({"paris/defense/p1.jpg": b"p1", "paris/louvre/p2.jpg": b"p2"}),
     }
     plan = Plan(
-        "sugarcrepe",
+        "demo",  # not a task: no reader checks the made-up files
         "MIT (annotations)",
         (
             Url(f"{server}/swap_att.json", "swap_att.json", sha(b'{"0": {}}')),
@@ -285,7 +285,7 @@ def test_fetch_builds_the_task_layout_records_it_and_skips_what_it_has(
     fetch(plan, out)
     assert len(Handler.requests) == served  # every part recorded: nothing fetched again
     printed = capsys.readouterr().out
-    assert printed.splitlines()[0] == "sugarcrepe: licence: MIT (annotations)"
+    assert printed.splitlines()[0] == "demo: licence: MIT (annotations)"
     assert f"files in {out}; licence: MIT (annotations)" in printed
 
 
@@ -363,14 +363,15 @@ def test_a_hub_plan_snapshots_moves_and_extracts(
     hub = tmp_path / "hub"
     repo = hub / "facebook" / "winoground" / "data"
     repo.mkdir(parents=True)
-    (repo / "examples.jsonl").write_text('{"id": 0}\n')
+    row = {"id": 0, "caption_0": "a", "caption_1": "b", "image_0": "ex_0_img_0"}
+    (repo / "examples.jsonl").write_text(json.dumps({**row, "image_1": "ex_0_img_1"}) + "\n")
     (repo / "images.zip").write_bytes(zip_bytes({"images/ex_0_img_0.png": b"png"}))
     (repo / "other.bin").write_bytes(b"not asked for")
     seen: list[dict[str, Any]] = []
     monkeypatch.setattr(huggingface_hub, "snapshot_download", _fake_snapshot(hub, seen))
     out = tmp_path / "wg"
     fetch("winoground", out, log=None)
-    assert (out / "examples.jsonl").read_text() == '{"id": 0}\n'
+    assert json.loads((out / "examples.jsonl").read_text())["caption_0"] == "a"
     assert (out / "images" / "ex_0_img_0.png").read_bytes() == b"png"
     assert not (out / "data" / "images.zip").exists() and not (out / "data" / "other.bin").exists()
     assert seen[0]["repo_type"] == "dataset" and seen[0]["local_dir"] == str(out)

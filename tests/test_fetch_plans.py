@@ -215,6 +215,28 @@ def test_pods_plan_drops_the_archives_top_folder(server: str, tmp_path: Path) ->
     assert (out / "pods_info.json").is_file() and not (out / "pods").exists()
 
 
+def test_a_fetch_that_does_not_read_as_its_task_is_reported(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_tasks_pods import _write_pods
+
+    release = tmp_path / "release"
+    _write_pods(release)
+    Handler.files["pods.zip"] = zip_of(release)  # no top folder: the plan's strip loses a level
+    out = tmp_path / "pods"
+    with pytest.raises(BindkitError) as failed:
+        fetch(local(SOURCES["pods"], server), out, log=None)
+    assert f"{out}: the fetched files do not read as pods ({out / 'pods_info.json'}: not found" in (
+        str(failed.value)
+    )
+    assert "has the publisher changed its layout? report it" in str(failed.value)
+    assert (out / STATE).is_file()  # kept: what was fetched is recorded
+    Handler.files["pods.zip"] = zip_of(release, "pods/")
+    (out / STATE).unlink()
+    fetch(local(SOURCES["pods"], server), out, log=print)
+    assert "  checked: the files read as pods with its own reader" in capsys.readouterr().out
+
+
 def test_mmeb_v2_parts_unpack_as_vlm2vecs_script(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -413,7 +435,8 @@ def test_fetch_if_missing_resumes_an_unfinished_fetch(server: str, tmp_path: Pat
 
     plan, subsets = _local_sugarcrepe(server)
     folder = tmp_path / "sc"
-    fetch(dataclasses.replace(plan, parts=plan.parts[:1]), folder, log=None)  # 1 file of 7
+    first = dataclasses.replace(plan, task="demo", parts=plan.parts[:1])
+    fetch(first, folder, log=None)  # a fetch that got 1 file of 7
     said: list[str] = []
     original = sources.SOURCES["sugarcrepe"]
     sources.SOURCES["sugarcrepe"] = plan

@@ -4,6 +4,7 @@ Each finished part is recorded in ``FOLDER/.bindkit-fetch.json`` (what was fetch
 its sha256), so a rerun skips it and resumes the part that was cut off. Archives are downloaded
 into ``FOLDER/.downloads/``, unpacked into a staging folder there, moved into place once whole,
 and removed; an archive that cannot be unpacked is removed too, so the next run fetches it again.
+A whole fetch (no part left out) is read back with the task's own reader (:func:`read_back`).
 
 A failed fetch leaves a folder it created only when it holds something to resume (a finished
 part, or a cut-off download's ``.part``); otherwise the folder is removed, so the next
@@ -246,12 +247,37 @@ def _fetch_parts(
         downloads.rmdir()
     if skipped:
         say(f"  left out (--no-images): {len(skipped)} image part(s)")
+    elif chosen is None and read_back(plan, folder):
+        say(f"  checked: the files read as {plan.task} with its own reader")
     if plan.note:
         say(f"  note: {plan.note}")
     say(f"{plan.task}: files in {folder}; licence: {plan.license}")
     if plan.use:
         say(f"  use: bindkit eval {plan.use}")
     return state
+
+
+def read_back(plan: Plan, folder: Path) -> bool:
+    """Load a whole fetch with its task's own reader (``Task.load``), so a publisher whose
+    layout changed (unpinned files are checked only for their kind) is caught here rather than
+    at the first ``bindkit eval``; False for a plan whose task is not registered.
+
+    Raises:
+        BindkitError: the files do not read as the task's (the folder is kept: a state file
+            records what was fetched).
+    """
+    from bindkit.tasks.base import get_task, task_classes
+
+    if plan.task not in task_classes():
+        return False
+    try:
+        get_task(plan.task).load(folder / plan.data if plan.data else folder)
+    except BindkitError as exc:
+        raise BindkitError(
+            f"{folder}: the fetched files do not read as {plan.task} ({exc}); has the publisher "
+            "changed its layout? report it"
+        ) from None
+    return True
 
 
 def _changed_on_disk(entry: Any, folder: Path) -> str | None:
