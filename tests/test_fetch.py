@@ -407,6 +407,10 @@ def test_fetch_names_a_close_task_and_needs_a_place(
 ) -> None:
     assert main(["fetch", "sugarcrep"]) == 2
     assert "no download plan (did you mean sugarcrepe?)" in capsys.readouterr().err
+    assert main(["fetch", "sick"]) == 2
+    assert "fetch 'sick': no download plan (did you mean sts? it fetches sick)" in (
+        capsys.readouterr().err
+    )
     monkeypatch.delenv("BINDKIT_DATA", raising=False)
     assert main(["fetch", "mmeb"]) == 2
     assert "fetch mmeb: pass --to DIR or set BINDKIT_DATA=ROOT" in capsys.readouterr().err

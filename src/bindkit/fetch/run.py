@@ -34,8 +34,11 @@ def plan_for(task: str) -> Plan:
     if task in MANUAL:
         raise BindkitError(f"fetch {task}: {MANUAL[task]}")
     if task not in SOURCES:
+        folders = {plan.folder: name for name, plan in SOURCES.items() if plan.folder}
         close = difflib.get_close_matches(task, list(SOURCES), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
+        if task in folders:  # the data's name, not the task's: `fetch sick` is `fetch sts`
+            hint = f" (did you mean {folders[task]}? it fetches {task})"
         raise BindkitError(
             f"fetch {task!r}: no download plan{hint}; fetchable: {', '.join(sorted(SOURCES))}"
         )
