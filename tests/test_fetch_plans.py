@@ -463,3 +463,32 @@ def test_eval_fetch_needs_a_place_and_skips_tasks_without_a_plan(
     assert fetch_if_missing("sts", sick) == sick  # --data names the file: read as given
     args = ["eval", "--model", "bow", "--pairings", "tt", "--out", str(tmp_path / "r")]
     assert main([*args, "--no-report", "--fetch", "-q"]) == 0  # saber: built in, nothing to fetch
+
+
+def test_an_interrupted_unpacking_keeps_the_archive_and_the_next_run_unpacks_it(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_tasks_pods import _write_pods
+
+    from bindkit.fetch import download
+
+    release = tmp_path / "release"
+    _write_pods(release)
+    Handler.files["pods.zip"] = zip_of(release, "pods/")
+    plan = local(SOURCES["pods"], server)
+    real = download.extract
+
+    def interrupted(*args: Any, **kwargs: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(download, "extract", interrupted)
+    out = tmp_path / "new" / "pods"
+    with pytest.raises(KeyboardInterrupt):
+        fetch(plan, out, log=None)
+    assert (out / ".downloads" / "pods.zip").is_file()  # kept: the download is not lost
+    assert not (out / ".downloads" / "pods.zip.unpacking").exists()
+    monkeypatch.setattr(download, "extract", real)
+    served = len(Handler.requests)
+    fetch(plan, out, log=None)
+    assert len(Handler.requests) == served  # unpacked from the kept archive
+    assert (out / "pods_info.json").is_file() and not (out / ".downloads").exists()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import shlex
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -84,7 +85,7 @@ def command(plan: Plan, to: str | Path | None, images: bool, parts: Sequence[str
     """The ``bindkit fetch`` command line that repeats this fetch."""
     words = ["bindkit fetch", plan.task]
     if to is not None:
-        words.append(f"--to {to}")
+        words.append(f"--to {shlex.quote(str(to))}")
     if not images:
         words.append("--no-images")
     words += [f"--part {p}" for p in parts or ()]
@@ -188,10 +189,16 @@ def _finished(plan: Plan, folder: Path) -> bool:
 
 
 def _resumable_progress(folder: Path) -> bool:
-    """The folder holds a finished part (the state file) or a cut-off download to resume."""
+    """The folder holds a finished part (the state file), a cut-off download to resume or a
+    downloaded archive not yet unpacked (an interrupted unpacking)."""
     if not folder.is_dir():
         return False
-    return (folder / STATE).is_file() or any(folder.rglob("*.part"))
+    downloads = folder / DOWNLOADS
+    return (
+        (folder / STATE).is_file()
+        or any(folder.rglob("*.part"))
+        or (downloads.is_dir() and any(p.is_file() for p in downloads.iterdir()))
+    )
 
 
 def _remove_created(created: list[Path]) -> None:
