@@ -429,7 +429,9 @@ def test_eval_fetch_downloads_missing_data_once_and_prints_the_licence(
     assert len(Handler.requests) == served and "fetching" not in capsys.readouterr().err
 
 
-def test_fetch_if_missing_resumes_an_unfinished_fetch(server: str, tmp_path: Path) -> None:
+def test_fetch_if_missing_resumes_an_unfinished_fetch(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from bindkit.fetch import sources
     from bindkit.fetch.run import fetch_if_missing
 
@@ -447,6 +449,18 @@ def test_fetch_if_missing_resumes_an_unfinished_fetch(server: str, tmp_path: Pat
         sources.SOURCES["sugarcrepe"] = original
     assert {p.stem for p in folder.glob("[!.]*.json")} == subsets
     assert said == [f"sugarcrepe: fetching into {folder}; licence: {plan.license}"]
+    notes: list[str] = []  # a fetch's notes reach the caller; its other lines do not
+    monkeypatch.setitem(sources.SOURCES, "sugarcrepe", dataclasses.replace(plan, note="no images"))
+    fetch_if_missing("sugarcrepe", tmp_path / "sc2", log=notes.append)
+    monkeypatch.setattr("huggingface_hub.snapshot_download", lambda *a, **k: k["local_dir"])
+    with pytest.raises(BindkitError, match=r"do not read as colorswap"):  # an empty snapshot
+        fetch_if_missing("colorswap", tmp_path / "cs", log=notes.append)
+    assert notes == [
+        f"sugarcrepe: fetching into {tmp_path / 'sc2'}; licence: {plan.license}",
+        "note: no images",
+        f"colorswap: fetching into {tmp_path / 'cs'}; licence: MIT (see the dataset card)",
+        "note: stanfordnlp/colorswap is not pinned to a revision: its latest commit is fetched",
+    ]
     assert set(get_task("sugarcrepe").load(folder).subsets) == subsets
 
 

@@ -103,7 +103,8 @@ def evaluate(
     if fetch:  # download on demand (bindkit fetch's plan), as mteb's and CLIP_benchmark's
         from bindkit.fetch.run import fetch_if_missing
 
-        data = fetch_if_missing(meta.name, data, log=lambda m: _say(verbose, m)) or data
+        say = lambda m: _say(verbose, m)  # noqa: E731
+        data = fetch_if_missing(meta.name, data, log=say, progress=verbose) or data
     path = resolve_data(meta, data)
     root = None if image_root is None else Path(image_root)
     if root is not None and not root.is_dir():

@@ -174,8 +174,16 @@ def fetch_if_missing(
         return target
     if log is not None:
         log(f"{task}: fetching into {folder}; licence: {plan.license}")
-    fetch(plan, folder, log=None, progress=progress)
+    fetch(plan, folder, log=_notes_to(log), progress=progress)
     return target
+
+
+def _notes_to(log: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """Pass on only a fetch's notes (an unpinned Hub part, what the plan leaves out): the
+    licence line is the caller's, printed once."""
+    if log is None:
+        return None
+    return lambda message: log(message.strip()) if message.startswith("  note: ") else None
 
 
 def _finished(plan: Plan, folder: Path) -> bool:
