@@ -101,9 +101,11 @@ def evaluate(
         pairings if pairings is None or isinstance(pairings, str) else list(pairings)
     )
     if fetch:  # download on demand (bindkit fetch's plan), as mteb's and CLIP_benchmark's
+        from functools import partial
+
         from bindkit.fetch.run import fetch_if_missing
 
-        say = lambda m: _say(verbose, m)  # noqa: E731
+        say = partial(_say, verbose)
         data = fetch_if_missing(meta.name, data, log=say, progress=verbose) or data
     path = resolve_data(meta, data)
     root = None if image_root is None else Path(image_root)
