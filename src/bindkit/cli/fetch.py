@@ -18,8 +18,10 @@ def register(commands: Any) -> None:
         "reads, resuming cut-off downloads and checking the sha256 bindkit pins (an unpinned "
         "file must look like its kind: an HTML error page is refused); a transfer that stalls "
         f"(under {STALL_BYTES} bytes in {STALL_SECONDS:g} s) or runs past "
-        f"{PART_DEADLINE / 3600:g} h stops and resumes on the next run. Prints the licence "
-        "that applies.",
+        f"{PART_DEADLINE / 3600:g} h stops and resumes on the next run. A whole fetch is read "
+        "back with the task's own reader; a failed one removes the folder it made unless there "
+        "is something to resume, and names the command to run next. Prints the licence that "
+        "applies. `bindkit eval --fetch` runs the same plan when a task's files are missing.",
     )
     parser.add_argument("task", nargs="?", default=None, help="task name (see --list)")
     parser.add_argument(
