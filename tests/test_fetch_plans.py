@@ -62,7 +62,8 @@ def local(plan: Plan, base: str) -> Plan:
     for p in plan.parts:
         if isinstance(p, Url):
             name = Path(p.url).name
-            pinned = None if p.sha256 is None else sha(Handler.files[name])
+            served = Handler.files.get(name)
+            pinned = None if p.sha256 is None or served is None else sha(served)
             lst = None if p.sha256_list is None else moved(p.sha256_list)
             p = dataclasses.replace(p, url=moved(p.url), sha256=pinned, sha256_list=lst)
         parts.append(p)
@@ -506,3 +507,19 @@ def test_an_interrupted_unpacking_keeps_the_archive_and_the_next_run_unpacks_it(
     fetch(plan, out, log=None)
     assert len(Handler.requests) == served  # unpacked from the kept archive
     assert (out / "pods_info.json").is_file() and not (out / ".downloads").exists()
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_every_plan_leaves_no_folder_when_its_first_part_fails(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    import huggingface_hub
+
+    def unreachable(repo_id: str, **kwargs: Any) -> str:
+        raise huggingface_hub.errors.LocalEntryNotFoundError("the Hub cannot be reached")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", unreachable)
+    out = tmp_path / "new" / name  # nothing is served: every URL answers 404
+    with pytest.raises(BindkitError, match=rf"\(next: `bindkit fetch {name} --to "):
+        fetch(local(SOURCES[name], server), out, log=None)
+    assert not (tmp_path / "new").exists()
