@@ -2,7 +2,7 @@
 
 A plan is a list of parts: :class:`Url` (a file, or an archive to extract) and :class:`Hub` (a
 Hugging Face dataset snapshot). ``sha256`` is pinned where the file is fixed: the publishers
-give no checksums for any of these, so the pinned values are bindkit's, computed from the
+but ILIAS give no checksums, so the pinned values are bindkit's, computed from the
 publisher's repository at the commit the URL names (SugarCrepe, SugarCrepe++) or from the
 files as published (SICK train and trial); other files are checked for their length and
 kind (an HTML page, or first bytes unlike a ``.pkl``/``.json``/``.zip``/``.tgz``/``.tar``/
@@ -35,7 +35,7 @@ DRIVE = "https://drive.usercontent.google.com/download?export=download&confirm=t
 
 @dataclass(frozen=True)
 class Url:
-    """One HTTP(S) download.
+    """One HTTP(S) download (or FTP: INSTRE's host, which cannot resume a cut-off transfer).
 
     Attributes:
         url: Where it is published.
