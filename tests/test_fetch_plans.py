@@ -2,19 +2,23 @@
 task reads (the task tests' own fixture writers), packed the way the publisher ships it (the
 archive names and top folders its plan's ``verified`` cites), served from 127.0.0.1 under the
 plan's file names, fetched with the plan's own extraction steps, and loaded with ``Task.load``:
-the fetched folder must read as the release it was packed from. Also: ``--to`` is removed on
-every kind of failure that leaves nothing to resume, and ``eval --fetch``."""
+the fetched folder must read as the release it was packed from (INSTRE also over FTP, from a
+minimal FTP server on 127.0.0.1, as its host serves it). Also: ``--to`` is removed on every
+kind of failure that leaves nothing to resume, and ``eval --fetch``."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
 import json
+import socket
+import socketserver
 import tarfile
+import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -523,3 +527,97 @@ def test_every_plan_leaves_no_folder_when_its_first_part_fails(
     with pytest.raises(BindkitError, match=rf"\(next: `bindkit fetch {name} --to "):
         fetch(local(SOURCES[name], server), out, log=None)
     assert not (tmp_path / "new").exists()
+
+
+class FtpHandler(socketserver.StreamRequestHandler):
+    """The few FTP commands urllib's FTP client sends (login, TYPE, CWD, PASV, RETR), serving
+    ``files`` by name from any folder; one passive data connection per RETR."""
+
+    files: ClassVar[dict[str, bytes]] = {}
+    retrieved: ClassVar[list[str]] = []
+
+    def reply(self, line: str) -> None:
+        self.wfile.write(f"{line}\r\n".encode())
+
+    def handle(self) -> None:
+        self.reply("220 test server")
+        passive: socket.socket | None = None
+        for raw in self.rfile:
+            command, _, arg = raw.decode().strip().partition(" ")
+            command = command.upper()
+            if command == "USER":
+                self.reply("331 password please")
+            elif command == "PASS":
+                self.reply("230 logged in")
+            elif command in ("TYPE", "CWD"):
+                self.reply("200 ok" if command == "TYPE" else "250 ok")
+            elif command == "PASV":
+                passive = socket.create_server(("127.0.0.1", 0))
+                port = passive.getsockname()[1]
+                self.reply(f"227 Entering Passive Mode (127,0,0,1,{port >> 8},{port & 255})")
+            elif command == "RETR" and passive is not None:
+                name = Path(arg).name
+                if name not in self.files:
+                    self.reply("550 no such file")
+                    continue
+                self.reply(
+                    f"150 Opening BINARY mode data connection ({len(self.files[name])} bytes)"
+                )
+                passive.settimeout(5)
+                data, _ = passive.accept()
+                with data:
+                    data.sendall(self.files[name])
+                passive.close()
+                passive = None
+                self.retrieved.append(name)
+                self.reply("226 transfer complete")
+            elif command == "QUIT":
+                self.reply("221 bye")
+                return
+            else:
+                self.reply("502 not implemented")
+
+
+@pytest.fixture
+def ftp() -> Iterator[str]:
+    FtpHandler.files, FtpHandler.retrieved = {}, []
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), FtpHandler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"ftp://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_instre_plan_over_ftp_as_its_host_serves_it(ftp: str, tmp_path: Path) -> None:
+    from tests.test_task_instre import _write_release
+
+    release = tmp_path / "release"
+    release.mkdir()
+    _write_release(release)
+    FtpHandler.files |= {
+        "gnd_instre.mat": (release / "gnd_instre.mat").read_bytes(),
+        "instre.tar.gz": _tar_without(release, "gnd_instre.mat"),
+    }
+    real = SOURCES["instre"]
+    base = f"{ftp}/local/texmex/corpus/instre"
+    parts = tuple(
+        dataclasses.replace(
+            p, url=p.url.replace("ftp://ftp.irisa.fr/local/texmex/corpus/instre", base)
+        )
+        for p in real.parts
+        if isinstance(p, Url)
+    )
+    assert all(p.url.startswith(base) for p in parts)
+    out = tmp_path / "instre"
+    fetch(dataclasses.replace(real, parts=parts), out, log=None)  # read back by the reader
+    assert FtpHandler.retrieved == ["gnd_instre.mat", "instre.tar.gz"]
+    task = get_task("instre")
+    assert task.load(out).sha256 == task.load(release).sha256
+    FtpHandler.files["gnd_instre.mat"] = b"<html>login required</html>"
+    with pytest.raises(BindkitError, match=r"gnd_instre.mat: the server sent an HTML page"):
+        fetch(dataclasses.replace(real, parts=parts[:1]), tmp_path / "again", log=None)
+    assert not (tmp_path / "again").exists()
