@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import re
+import socketserver
 import tarfile
 import threading
 import time
@@ -75,17 +76,23 @@ class Handler(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
+def background(server: socketserver.BaseServer) -> Iterator[int]:
+    """Run ``server`` on a thread while the block runs; yields its port."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
 def serving() -> Iterator[str]:
     """A :class:`Handler` server on 127.0.0.1 (its files emptied); yields its base URL."""
     Handler.files, Handler.cut, Handler.pace, Handler.requests = {}, {}, {}, []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with background(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import json
 import socket
 import socketserver
 import tarfile
-import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from tests.test_fetch import Handler, _fake_snapshot, serving, sha
+from tests.test_fetch import Handler, _fake_snapshot, background, serving, sha
 
 from bindkit.cli import main
 from bindkit.errors import BindkitError
@@ -583,13 +582,8 @@ def ftp() -> Iterator[str]:
     FtpHandler.files, FtpHandler.retrieved = {}, []
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), FtpHandler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"ftp://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with background(server) as port:
+        yield f"ftp://127.0.0.1:{port}"
 
 
 def test_instre_plan_over_ftp_as_its_host_serves_it(ftp: str, tmp_path: Path) -> None:
