@@ -81,7 +81,9 @@ def background(server: socketserver.BaseServer) -> Iterator[int]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield server.server_address[1]
+        address = server.server_address
+        assert isinstance(address, tuple)  # an AF_INET server: (host, port)
+        yield int(address[1])
     finally:
         server.shutdown()
         server.server_close()
