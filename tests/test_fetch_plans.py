@@ -469,7 +469,7 @@ def test_fetch_if_missing_resumes_an_unfinished_fetch(
 
 
 def test_eval_fetch_needs_a_place_and_skips_tasks_without_a_plan(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from bindkit.fetch.run import fetch_if_missing
 
@@ -478,9 +478,14 @@ def test_eval_fetch_needs_a_place_and_skips_tasks_without_a_plan(
         fetch_if_missing("pods")
     assert fetch_if_missing("saber") is None and fetch_if_missing("sculptures6k") is None
     sick = tmp_path / "mine.txt"
+    with pytest.raises(
+        BindkitError,
+        match=r"names a file, and it is missing; drop --data to "
+        r"fetch into \$\{BINDKIT_DATA\}/sick, or run `bindkit fetch sts --to DIR`",
+    ):
+        fetch_if_missing("sts", sick)
+    sick.write_text("sentence_A\tsentence_B\trelatedness_score\na\tb\t1\n")
     assert fetch_if_missing("sts", sick) == sick  # --data names the file: read as given
-    args = ["eval", "--model", "bow", "--pairings", "tt", "--out", str(tmp_path / "r")]
-    assert main([*args, "--no-report", "--fetch", "-q"]) == 0  # saber: built in, nothing to fetch
 
 
 def test_an_interrupted_unpacking_keeps_the_archive_and_the_next_run_unpacks_it(

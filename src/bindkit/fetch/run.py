@@ -164,8 +164,14 @@ def fetch_if_missing(
     if task not in SOURCES:
         return None
     plan = SOURCES[task]
-    if data is not None and plan.data:
-        return Path(data)  # --data names the file itself: read it as given
+    if data is not None and plan.data:  # --data names the file itself (sts: a SICK file)
+        if not Path(data).exists():
+            raise BindkitError(
+                f"--fetch {task}: --data {data} names a file, and it is missing; drop --data to "
+                f"fetch into ${{{DATA_ENV}}}/{plan.folder or task}, or run `bindkit fetch {task} "
+                "--to DIR`"
+            )
+        return Path(data)
     if data is None and not os.environ.get(DATA_ENV):
         raise BindkitError(f"--fetch {task}: pass --data DIR to fill or set {DATA_ENV}=ROOT")
     folder = target_folder(plan, data)
