@@ -412,7 +412,7 @@ def test_eval_fetch_downloads_missing_data_once_and_prints_the_licence(
     monkeypatch.setitem(SOURCES, "sts", local(SOURCES["sts"], server))
     monkeypatch.setenv("BINDKIT_DATA", str(tmp_path / "data"))
     args = ["eval", "--model", "bow", "--task", "sts", "--out", str(tmp_path / "r")]
-    args += ["--no-report", "--no-cache"]
+    args += ["--no-report", "--no-cache", "-q"]  # the licence is printed even so
     pods = [*args[:4], "pods", *args[5:]]
     assert main(pods) == 2  # without --fetch: the error names both ways to get the data
     assert (

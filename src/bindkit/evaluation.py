@@ -76,7 +76,8 @@ def evaluate(
             ``<pairing>@<name>.json`` with the instruction in its provenance; replaces
             ``query_instruction``.
         fetch: Download the task's files first when they are missing (``bindkit fetch``'s plan,
-            into ``data`` or ``$BINDKIT_DATA/<task folder>``; the licence is printed).
+            into ``data`` or ``$BINDKIT_DATA/<task folder>``; the licence is printed to stderr,
+            also when ``verbose`` is False).
 
     Returns:
         The result records, computed or reused, in order.
@@ -105,7 +106,7 @@ def evaluate(
 
         from bindkit.fetch.run import fetch_if_missing
 
-        say = partial(_say, verbose)
+        say = partial(_say, True)  # a download's licence is printed even with -q (to stderr)
         data = fetch_if_missing(meta.name, data, log=say, progress=verbose) or data
     path = resolve_data(meta, data)
     root = None if image_root is None else Path(image_root)
