@@ -3,11 +3,13 @@ monkeypatched ``snapshot_download`` stand in for the network."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
 import json
 import re
+import socketserver
 import tarfile
 import threading
 import time
@@ -73,15 +75,32 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def background(server: socketserver.BaseServer) -> Iterator[int]:
+    """Run ``server`` on a thread while the block runs; yields its port."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        address = server.server_address
+        assert isinstance(address, tuple)  # an AF_INET server: (host, port)
+        yield int(address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[str]:
+    """A :class:`Handler` server on 127.0.0.1 (its files emptied); yields its base URL."""
+    Handler.files, Handler.cut, Handler.pace, Handler.requests = {}, {}, {}, []
+    with background(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as port:
+        yield f"http://127.0.0.1:{port}"
+
+
 @pytest.fixture
 def server() -> Iterator[str]:
-    Handler.files, Handler.cut, Handler.pace, Handler.requests = {}, {}, {}, []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving() as base:
+        yield base
 
 
 def sha(data: bytes) -> str:
@@ -176,7 +195,7 @@ def test_the_state_file_is_checked_against_the_files_on_disk(
         "val2017.zip": zip_bytes({"val2017/1.jpg": b"jpg1", "val2017/2.jpg": b"jpg2"}),
     }
     plan = Plan(
-        "sugarcrepe",
+        "demo",  # not a task: no reader checks the made-up files
         "MIT",
         (
             Url(f"{server}/swap_att.json", "swap_att.json"),
@@ -250,7 +269,7 @@ def test_fetch_builds_the_task_layout_records_it_and_skips_what_it_has(
         "paris_1.tgz": tar_bytes({"paris/defense/p1.jpg": b"p1", "paris/louvre/p2.jpg": b"p2"}),
     }
     plan = Plan(
-        "sugarcrepe",
+        "demo",  # not a task: no reader checks the made-up files
         "MIT (annotations)",
         (
             Url(f"{server}/swap_att.json", "swap_att.json", sha(b'{"0": {}}')),
@@ -275,7 +294,7 @@ def test_fetch_builds_the_task_layout_records_it_and_skips_what_it_has(
     fetch(plan, out)
     assert len(Handler.requests) == served  # every part recorded: nothing fetched again
     printed = capsys.readouterr().out
-    assert printed.splitlines()[0] == "sugarcrepe: licence: MIT (annotations)"
+    assert printed.splitlines()[0] == "demo: licence: MIT (annotations)"
     assert f"files in {out}; licence: MIT (annotations)" in printed
 
 
@@ -314,7 +333,7 @@ def test_the_real_plans_pin_the_published_layout() -> None:
         assert name == plan.task and name in tasks and plan.license and plan.verified
         for part in plan.parts:
             if isinstance(part, Url):
-                assert part.url.startswith(("http://", "https://"))
+                assert part.url.startswith(("http://", "https://", "ftp://"))
                 assert part.sha256 is None or re.fullmatch(r"[0-9a-f]{64}", part.sha256)
     sc = [p for p in SOURCES["sugarcrepe"].parts if isinstance(p, Url) and not p.images]
     assert sorted(p.to for p in sc) == sorted(
@@ -353,14 +372,15 @@ def test_a_hub_plan_snapshots_moves_and_extracts(
     hub = tmp_path / "hub"
     repo = hub / "facebook" / "winoground" / "data"
     repo.mkdir(parents=True)
-    (repo / "examples.jsonl").write_text('{"id": 0}\n')
+    row = {"id": 0, "caption_0": "a", "caption_1": "b", "image_0": "ex_0_img_0"}
+    (repo / "examples.jsonl").write_text(json.dumps({**row, "image_1": "ex_0_img_1"}) + "\n")
     (repo / "images.zip").write_bytes(zip_bytes({"images/ex_0_img_0.png": b"png"}))
     (repo / "other.bin").write_bytes(b"not asked for")
     seen: list[dict[str, Any]] = []
     monkeypatch.setattr(huggingface_hub, "snapshot_download", _fake_snapshot(hub, seen))
     out = tmp_path / "wg"
     fetch("winoground", out, log=None)
-    assert (out / "examples.jsonl").read_text() == '{"id": 0}\n'
+    assert json.loads((out / "examples.jsonl").read_text())["caption_0"] == "a"
     assert (out / "images" / "ex_0_img_0.png").read_bytes() == b"png"
     assert not (out / "data" / "images.zip").exists() and not (out / "data" / "other.bin").exists()
     assert seen[0]["repo_type"] == "dataset" and seen[0]["local_dir"] == str(out)
@@ -380,7 +400,8 @@ def test_a_gated_dataset_says_what_to_do(
     err = capsys.readouterr().err.strip()
     assert err == (
         "bindkit: error: facebook/winoground: a gated dataset; accept its terms at "
-        "https://huggingface.co/datasets/facebook/winoground and log in (`hf auth login`)"
+        "https://huggingface.co/datasets/facebook/winoground and log in (`hf auth login`) "
+        f"(next: `bindkit fetch winoground --to {tmp_path / 'wg'}`)"
     )
 
 
@@ -395,6 +416,10 @@ def test_fetch_names_a_close_task_and_needs_a_place(
 ) -> None:
     assert main(["fetch", "sugarcrep"]) == 2
     assert "no download plan (did you mean sugarcrepe?)" in capsys.readouterr().err
+    assert main(["fetch", "sick"]) == 2
+    assert "fetch 'sick': no download plan (did you mean sts? it fetches sick)" in (
+        capsys.readouterr().err
+    )
     monkeypatch.delenv("BINDKIT_DATA", raising=False)
     assert main(["fetch", "mmeb"]) == 2
     assert "fetch mmeb: pass --to DIR or set BINDKIT_DATA=ROOT" in capsys.readouterr().err

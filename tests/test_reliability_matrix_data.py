@@ -324,8 +324,16 @@ FETCH_ROWS = [  # the route each row's plan points at: FETCH_MODES
     C("t4_fe20", FE, "d:long_part", 0, ""),
     C("t4_fe20b", FE, "d:long_part_ours", 0, ""),
     C("t4_fe_to", "fetch roxford5k --no-images --to new/d -q", "", 2, "the server sent an HTML page", absent=("new",)),
+    # issue 36 item 3: the next command on failure, --part, tasks without a plan, eval --fetch
+    C("t4_fe_next", FE, "", 2, "the download was removed (an error or login page?); check the URL or try later (next: `bindkit fetch roxford5k --to d --no-images`)", absent=("d",)),
+    C("t4_fe_part", "fetch roxford5k --part image --to d -q", "", 2, "--part: roxford5k has no named parts; fetch it whole", absent=("d",)),
+    C("t4_fe_part2", "fetch mmeb_v2 --part audio --to d -q", "", 2, "--part audio: mmeb_v2 has parts image, video, visdoc", absent=("d",)),
+    C("t4_fe_manual", "fetch sculptures6k --to d", "", 2, "fetch sculptures6k: the VGG page", absent=("d",)),
+    C("t4_ev_fetch", "eval --model bow --task roxford5k --fetch --data d -q", "", 2, "not gnd_roxford5k.pkl; the download was removed (an error or login page?); check the URL or try later (next: `bindkit fetch roxford5k --to d`)", absent=("d", "results")),
+    C("t4_ev_fetch_place", "eval --model bow --task pods --fetch -q", "", 2, "--fetch pods: pass --data DIR to fill or set BINDKIT_DATA=ROOT", env=(("BINDKIT_DATA", ""),), absent=("results",)),
+    C("t4_ev_nofetch", "eval --model bow --task pods --data d -q", "", 2, "`bindkit fetch pods` downloads it (or add --fetch to bindkit eval)", absent=("results",)),
 ]
-FETCH_MODES = {"t4_fe03": "hang", "t4_fe05": "html", "t4_fe06": "trickle", "t4_fe_to": "html"}
+FETCH_MODES = {"t4_fe03": "hang", "t4_fe05": "html", "t4_fe06": "trickle", "t4_fe_to": "html", "t4_fe_next": "html", "t4_ev_fetch": "html"}
 # fmt: on
 ROWS = [*EXPORT_ROWS, *EXPORT_RESULTS_ROWS, *COMPARE_ROWS, *SITE_ROWS, *FETCH_ROWS]
 INPUTS = ("r", "ra", "rb", "s", "y", "cl.jsonl", "cl.diagnostics.json")

@@ -131,13 +131,27 @@ def test_fetchable_tasks_are_exactly_those_with_a_download_plan() -> None:
     assert fetchable == sorted(SOURCES)
 
 
+def test_every_task_with_published_files_has_a_plan_or_says_why_not() -> None:
+    from bindkit.fetch.sources import MANUAL, SOURCES
+
+    published = {
+        name
+        for name, cls in task_classes().items()
+        if cls.metadata.data_dir is not None or cls.metadata.fetchable
+    }
+    assert published == set(SOURCES) | set(MANUAL)
+    assert not set(SOURCES) & set(MANUAL)
+
+
 def test_a_missing_folder_names_fetch_only_for_a_fetchable_task(tmp_path: Path) -> None:
     tasks = task_classes()
     with pytest.raises(BindkitError) as fetchable:
         resolve_data(tasks["sts"].metadata, tmp_path / "absent")
-    assert str(fetchable.value).endswith("; `bindkit fetch sts` downloads it")
+    assert str(fetchable.value).endswith(
+        "; `bindkit fetch sts` downloads it (or add --fetch to bindkit eval)"
+    )
     with pytest.raises(BindkitError) as other:
-        resolve_data(tasks["ilias"].metadata, tmp_path / "absent")
+        resolve_data(tasks["sculptures6k"].metadata, tmp_path / "absent")
     assert "bindkit fetch" not in str(other.value)
 
 

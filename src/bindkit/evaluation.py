@@ -48,6 +48,7 @@ def evaluate(
     verbose: bool = True,
     allow_missing_images: bool = False,
     instructions: Sequence[Instruction] | None = None,
+    fetch: bool = False,
 ) -> list[dict[str, Any]]:
     """Evaluate each model on a task and write one result file per (subset, pairing).
 
@@ -74,6 +75,9 @@ def evaluate(
             every (model, subset, pairing) runs once per instruction, written to
             ``<pairing>@<name>.json`` with the instruction in its provenance; replaces
             ``query_instruction``.
+        fetch: Download the task's files first when they are missing (``bindkit fetch``'s plan,
+            into ``data`` or ``$BINDKIT_DATA/<task folder>``; the licence is printed to stderr,
+            also when ``verbose`` is False).
 
     Returns:
         The result records, computed or reused, in order.
@@ -97,6 +101,13 @@ def evaluate(
     wanted = parse_pairings(
         pairings if pairings is None or isinstance(pairings, str) else list(pairings)
     )
+    if fetch:  # download on demand (bindkit fetch's plan), as mteb's and CLIP_benchmark's
+        from functools import partial
+
+        from bindkit.fetch.run import fetch_if_missing
+
+        say = partial(_say, True)  # a download's licence is printed even with -q (to stderr)
+        data = fetch_if_missing(meta.name, data, log=say, progress=verbose) or data
     path = resolve_data(meta, data)
     root = None if image_root is None else Path(image_root)
     if root is not None and not root.is_dir():

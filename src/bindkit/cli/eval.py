@@ -100,6 +100,12 @@ def register(commands: Any) -> None:
         help="score an image benchmark without its missing images (the result is marked "
         "partial); default: stop and name them",
     )
+    ev.add_argument(
+        "--fetch",
+        action="store_true",
+        help="download a task's missing files first (`bindkit fetch TASK`'s plan, into --data "
+        "or $BINDKIT_DATA/<task folder>; prints the licence)",
+    )
     ev.add_argument("-q", "--quiet", action="store_true", help="print only the final table")
     ev.set_defaults(handler=_eval)
 
@@ -204,6 +210,7 @@ def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[st
             verbose=not args.quiet,
             allow_missing_images=args.allow_missing_images,
             instructions=instructions,
+            fetch=args.fetch,
         )
     return records
 

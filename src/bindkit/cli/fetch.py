@@ -18,8 +18,10 @@ def register(commands: Any) -> None:
         "reads, resuming cut-off downloads and checking the sha256 bindkit pins (an unpinned "
         "file must look like its kind: an HTML error page is refused); a transfer that stalls "
         f"(under {STALL_BYTES} bytes in {STALL_SECONDS:g} s) or runs past "
-        f"{PART_DEADLINE / 3600:g} h stops and resumes on the next run. Prints the licence "
-        "that applies.",
+        f"{PART_DEADLINE / 3600:g} h stops and resumes on the next run. A whole fetch is read "
+        "back with the task's own reader; a failed one removes the folder it made unless there "
+        "is something to resume, and names the command to run next. Prints the licence that "
+        "applies. `bindkit eval --fetch` runs the same plan when a task's files are missing.",
     )
     parser.add_argument("task", nargs="?", default=None, help="task name (see --list)")
     parser.add_argument(
@@ -31,6 +33,14 @@ def register(commands: Any) -> None:
         action="store_false",
         help="skip the image archives (text-only pairings)",
     )
+    parser.add_argument(
+        "--part",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="only this part of a large plan, repeatable (mmeb_v2: image, video, visdoc; "
+        "--list shows them); default: every part",
+    )
     parser.add_argument("--list", action="store_true", help="list the fetchable tasks and exit")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=_fetch)
@@ -39,11 +49,14 @@ def register(commands: Any) -> None:
 def _fetch(args: argparse.Namespace) -> int:
     from bindkit.errors import BindkitError
     from bindkit.fetch.run import fetch
-    from bindkit.fetch.sources import SOURCES
+    from bindkit.fetch.sources import MANUAL, SOURCES
 
     if args.list:
         for name, plan in sorted(SOURCES.items()):
-            print(f"{name:<14} {plan.license}")
+            parts = f" [parts: {', '.join(plan.part_names)}]" if plan.part_names else ""
+            print(f"{name:<14} {plan.license}{parts}")
+        for name in sorted(MANUAL):
+            print(f"{name:<14} (no plan: `bindkit fetch {name}` says why)")
         return 0
     if args.task is None:
         raise BindkitError("fetch: name a task (bindkit fetch --list shows them)")
@@ -51,6 +64,7 @@ def _fetch(args: argparse.Namespace) -> int:
         args.task,
         args.to,
         images=args.images,
+        parts=args.part,
         log=None if args.quiet else print,
         progress=not args.quiet,
     )

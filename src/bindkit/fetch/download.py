@@ -232,12 +232,15 @@ MAGIC: dict[str, tuple[bytes, ...]] = {
     ".tgz": (b"\x1f\x8b",),
     ".gz": (b"\x1f\x8b",),
     ".json": (b"{", b"["),
+    ".mat": (b"MATLAB",),  # MAT-file v5 and v7.3 headers
 }
+TAR_MAGIC = b"ustar"  # at offset 257 of a tar archive's first header
 
 
 def content_problem(path: Path, name: str) -> str | None:
     """What shows that ``path`` is not a file called ``name`` (an HTML page, or first bytes
-    unlike its kind's: see :data:`MAGIC`), or None. For unpinned files, whose hash is unknown."""
+    unlike its kind's: see :data:`MAGIC`; a ``.tar`` by its ustar header), or None. For
+    unpinned files, whose hash is unknown."""
     with path.open("rb") as handle:
         head = handle.read(512)
     if not head:
@@ -246,6 +249,8 @@ def content_problem(path: Path, name: str) -> str | None:
     if suffix not in (".html", ".htm", ".xml") and text.startswith(HTML_START):
         kind = "an XML document" if text.startswith(b"<?xml") else "an HTML page"
         return f"the server sent {kind}"
+    if suffix == ".tar" and head[257:262] != TAR_MAGIC:
+        return "the server sent a file that does not start like a .tar file"
     magic = MAGIC.get(suffix)
     if magic is not None and not (text if suffix == ".json" else head).startswith(magic):
         return f"the server sent a file that does not start like a {suffix} file"

@@ -352,7 +352,7 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
     built-in set. A missing path is one line naming the expected path and the publisher."""
     where = f"; {meta.name} is published at {meta.published}" if meta.published else ""
     if meta.fetchable:
-        where += f"; `bindkit fetch {meta.name}` downloads it"
+        where += f"; `bindkit fetch {meta.name}` downloads it (or add --fetch to bindkit eval)"
     if data is None and meta.data_dir is not None:
         root = os.environ.get(DATA_ENV)
         if not root:

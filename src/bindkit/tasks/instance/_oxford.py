@@ -247,7 +247,7 @@ class OxfordConvention(InstanceTask):
 
 
 def convention_metadata(
-    name: str, title: str, published: str, reference: str, images: str
+    name: str, title: str, published: str, reference: str, images: str, fetchable: bool = True
 ) -> TaskMetadata:
     """The metadata of a benchmark published in the Oxford Buildings convention."""
     return TaskMetadata(
@@ -261,4 +261,5 @@ def convention_metadata(
         published=published,
         data_dir=name,
         data_help=f"the ground-truth folder (*_query.txt, *_good/ok/junk.txt), images in {images}/",
+        fetchable=fetchable,
     )

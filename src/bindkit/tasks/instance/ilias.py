@@ -448,6 +448,7 @@ _COMMON: dict[str, Any] = {
     "license": "CC BY 4.0 for captured images; others under their URL's licence",
     "published": PUBLISHED,
     "data_dir": "ilias",
+    "fetchable": True,
 }
 
 

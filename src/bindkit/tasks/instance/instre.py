@@ -225,6 +225,7 @@ class Instre(InstanceTask):
         license="see the publisher (research use)",
         published=PUBLISHED,
         data_dir="instre",
+        fetchable=True,
         data_help="the folder of gnd_instre.mat and INSTRE-S1/, INSTRE-S2/, INSTRE-M/",
     )
 

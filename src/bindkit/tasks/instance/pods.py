@@ -108,6 +108,7 @@ class PODS(Task):
         license="MIT (the dataset card)",
         published=PUBLISHED,
         data_dir="pods",
+        fetchable=True,
         data_help="the unpacked pods.zip: pods_info.json, train/ and test/",
     )
 

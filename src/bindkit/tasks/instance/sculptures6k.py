@@ -25,6 +25,7 @@ class Sculptures6k(OxfordConvention):
         "https://www.robots.ox.ac.uk/~vgg/data/sculptures6k/ (ground truth and images)",
         "Arandjelović and Zisserman, ICCV 2011; compute_ap.cpp of the Oxford Buildings page",
         "images",
+        fetchable=False,  # no plan: bindkit.fetch.sources.MANUAL says why
     )
     images_dir = "images"
     missing_fix = (

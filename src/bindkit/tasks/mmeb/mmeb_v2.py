@@ -177,6 +177,7 @@ class MMEBV2(MMEBTask):
         license="per source dataset (see each Hub dataset card)",
         published=PUBLISHED,
         data_dir="mmeb_v2",
+        fetchable=True,
         data_help="the MMEB-V2 folder (image-tasks/, video-tasks/frames/, annotation datasets "
         "under <owner>/<name>; see the README)",
     )
