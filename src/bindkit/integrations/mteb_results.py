@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError
-from bindkit.integrations.mteb_tasks import model_name, task_name
+from bindkit.integrations.mteb_models import model_name
+from bindkit.integrations.mteb_tasks import task_name
 
 EXPORTABLE = ("saber", "triplets")
 # per bindkit task: (mteb task kind, subset, bindkit score that is the main score, the scalars kept)
