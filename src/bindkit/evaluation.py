@@ -161,6 +161,7 @@ def _one_model(
     meta = task_impl.metadata
     embedder = _load(model, batch_size, cache)
     spec = model if isinstance(model, str) else getattr(model, "spec", type(model).__name__)
+    spec = getattr(embedder, "result_name", None) or spec  # mteb: leaves out its cache_folder
     available = task_impl.pairings(dataset, embedder)
     chosen = available if wanted is None else wanted
     missing = [p for p in chosen if p not in available]
