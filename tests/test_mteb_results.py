@@ -120,3 +120,28 @@ def test_export_refuses_partial_and_unknown(results: Path, tmp_path: Path) -> No
     with pytest.raises(BindkitError, match="no complete results of triplets"):
         export_mteb(partial, tmp_path / "o", tasks=["triplets"])
     assert not (tmp_path / "o").exists()
+
+
+def test_model_meta_takes_mtebs_fields_where_mteb_knows_the_weights() -> None:
+    """st:default is mteb's all-MiniLM-L6-v2: its fields under bindkit's name and revision; with
+    an adapter only the sizes stay and adapted_from names it; bow's from its fingerprint."""
+    from bindkit.integrations.mteb_models import model_meta
+
+    st = {"backend": "st", "model": "all-MiniLM-L6-v2", "adapter": None}
+    meta = model_meta("st:default", "f" * 24, st, modalities=["text"])
+    assert (meta.name, meta.revision) == ("bindkit/st:default", "f" * 24)
+    assert meta.n_parameters == 22713216 and meta.embed_dim == 384
+    assert meta.release_date == "2021-08-30" and meta.license == "apache-2.0"
+    tuned = model_meta(
+        "st:default+adapter=a", "e" * 24, st | {"adapter": {"w": 1}}, modalities=["text"]
+    )
+    assert tuned.adapted_from == "sentence-transformers/all-MiniLM-L6-v2"
+    assert tuned.release_date is None and tuned.n_parameters == 22713216
+    bow = model_meta("bow", "b" * 24, {"backend": "bow", "dim": 512}, modalities=["text"])
+    assert bow.embed_dim == 512 and bow.n_parameters == 0 and bow.release_date is None
+    mteb_desc = {"backend": "mteb", "model": "sentence-transformers/all-MiniLM-L6-v2"}
+    mteb_desc["revision"] = "8b3219a92973c328a8e22fadcfa821b5dc75636a"
+    own = model_meta(
+        "mteb:sentence-transformers/all-MiniLM-L6-v2", "c" * 24, mteb_desc, modalities=["text"]
+    )
+    assert own.revision == mteb_desc["revision"] and own.n_parameters == 22713216
