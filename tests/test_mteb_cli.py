@@ -25,14 +25,38 @@ def test_split_args_takes_bindkits_options_and_keeps_mtebs_in_order() -> None:
         [
             *["run", "--saber", "a", "-m", "bindkit/bow", "-t", "X", "Y", "--saber=b"],
             *["--pairings", "tt,ti", "--triplets=t.jsonl", "--output-folder", "o"],
+            *["--colorswap", "cs", "--bivlc=bv"],
         ]
     )
     assert extra.saber == ["a", "b"] and extra.pairings == ["tt", "ti"]
     assert extra.triplets == ["t.jsonl"]
+    assert (extra.colorswap, extra.bivlc) == (["cs"], ["bv"])
     assert rest == ["run", "-m", "bindkit/bow", "-t", "X", "Y", "--output-folder", "o"]
     assert mteb_cli.split_args(["run"])[0].pairings == ["tt"]
     with pytest.raises(BindkitError, match="--saber needs a value"):
         mteb_cli.split_args(["run", "--saber", "-m", "x"])
+
+
+def test_colorswap_registers_as_mtebs_compositionality(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4), (255, 0, 0)).save(buffer, format="PNG")
+    image = {"bytes": buffer.getvalue(), "path": None}
+    row = {"id": 0, "image_1": image, "image_2": image, "caption_1": "a", "caption_2": "b"}
+    data = tmp_path / "colorswap" / "data" / "test-00000-of-00001.parquet"
+    data.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([row]), data)
+    names = mteb_cli.register_tasks(mteb_cli.Extra(colorswap=[str(data.parent.parent)]))
+    assert names[-1] == "BindkitColorSwap"
+    found = mteb.get_tasks(task_types=["Compositionality"])
+    assert "BindkitColorSwap" in {t.metadata.name for t in found}
+    assert mteb.get_task("BindkitColorSwap").metadata.is_filled()
 
 
 def test_model_argument_reads_mtebs_model_option() -> None:

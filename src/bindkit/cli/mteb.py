@@ -14,19 +14,20 @@ def register(commands: Any) -> None:
         "bindkit's tasks registered, since mteb has no plug-in hook for outside tasks: "
         "SABERMCQ and SABERRetrieval (the built-in SABER set) always; SABERMCQ-NAME and "
         "SABERRetrieval-NAME per --saber DIR (per pairing: --pairings tt,ti,it,ii, default tt); "
-        "BindkitTriplets-NAME per --triplets FILE. `-m bindkit/SPEC` runs any bindkit model "
+        "BindkitTriplets-NAME per --triplets FILE; BindkitColorSwap / BindkitBiVLC for "
+        "--colorswap DIR / --bivlc DIR. `-m bindkit/SPEC` runs any bindkit model "
         "(e.g. bindkit/st:default; its device from the spec, +device=cuda); any other -m is "
         "mteb's. Every other argument is mteb's, e.g. "
         "`bindkit mteb run -m bindkit/st:default -t SABERMCQ --output-folder out`; "
         "`bindkit mteb run --help` shows mteb's options.",
         usage="bindkit mteb COMMAND [--saber DIR] [--pairings P,...] [--triplets FILE] "
-        "[mteb's arguments ...]",
+        "[--colorswap DIR] [--bivlc DIR] [mteb's arguments ...]",
     )
     parser.add_argument(
         "arguments",
         nargs=argparse.REMAINDER,
         metavar="COMMAND ...",
-        help="an mteb command and its arguments, with bindkit's --saber/--pairings/--triplets",
+        help="an mteb command and its arguments, with bindkit's data options",
     )
     parser.set_defaults(handler=_mteb)
 

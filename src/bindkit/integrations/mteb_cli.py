@@ -9,6 +9,8 @@ find a bindkit task. :func:`main` therefore runs mteb's own parser and commands
 - per ``--saber DIR`` and pairing (``--pairings tt,ti``, default ``tt``) ``SABERMCQ-<name>`` /
   ``SABERRetrieval-<name>`` (``SABERMCQT2I-<name>`` ... for image pairings);
 - per ``--triplets FILE`` ``BindkitTriplets-<name>``;
+- ``BindkitColorSwap`` / ``BindkitBiVLC`` for ``--colorswap DIR`` / ``--bivlc DIR`` (the Hub's
+  parquet files, the scored test split);
 - the model of ``-m bindkit/<spec>`` (any bindkit model spec, e.g. ``bindkit/st:default``):
   loaded by bindkit, served to mteb through :class:`~bindkit.integrations.mteb_tasks.
   MtebEncoder`, named ``bindkit/<spec>`` at its fingerprint, with the metadata of
@@ -37,14 +39,17 @@ class Extra:
     saber: list[str] = field(default_factory=list)
     pairings: list[str] = field(default_factory=lambda: ["tt"])
     triplets: list[str] = field(default_factory=list)
+    colorswap: list[str] = field(default_factory=list)
+    bivlc: list[str] = field(default_factory=list)
 
 
-_OPTIONS = ("--saber", "--pairings", "--triplets")
+_OPTIONS = ("--saber", "--pairings", "--triplets", "--colorswap", "--bivlc")
 
 
 def split_args(tokens: Sequence[str]) -> tuple[Extra, list[str]]:
-    """bindkit's options (``--saber DIR``, ``--pairings a,b``, ``--triplets FILE``, each also as
-    ``--opt=value``; ``--saber`` and ``--triplets`` repeatable) and mteb's arguments, in order."""
+    """bindkit's options (``--saber DIR``, ``--pairings a,b``, ``--triplets FILE``,
+    ``--colorswap DIR``, ``--bivlc DIR``, each also as ``--opt=value``; all but ``--pairings``
+    repeatable) and mteb's arguments, in order."""
     extra, rest = Extra(), []
     values: dict[str, list[str]] = {name: [] for name in _OPTIONS}
     items = list(tokens)
@@ -64,6 +69,8 @@ def split_args(tokens: Sequence[str]) -> tuple[Extra, list[str]]:
         i += 1
     extra.saber = values["--saber"]
     extra.triplets = values["--triplets"]
+    extra.colorswap = values["--colorswap"]
+    extra.bivlc = values["--bivlc"]
     if values["--pairings"]:
         extra.pairings = [p.strip() for v in values["--pairings"] for p in v.split(",") if p]
     return extra, rest
@@ -86,12 +93,14 @@ def model_argument(tokens: Sequence[str]) -> str | None:
 
 def register_tasks(extra: Extra) -> list[str]:
     """Register the tasks of ``extra`` (and the built-in SABER tasks) with mteb; their names."""
-    from bindkit.integrations.mteb_tasks import register, saber_tasks, triplet_task
+    from bindkit.integrations.mteb_tasks import pair_task, register, saber_tasks, triplet_task
 
     tasks: list[Any] = list(saber_tasks())
     for data in extra.saber:
         tasks += saber_tasks(data, pairings=extra.pairings)
     tasks += [triplet_task(data) for data in extra.triplets]
+    tasks += [pair_task("colorswap", data) for data in extra.colorswap]
+    tasks += [pair_task("bivlc", data) for data in extra.bivlc]
     register(tasks)
     return [t.metadata.name for t in tasks]
 
