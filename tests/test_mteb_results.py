@@ -74,7 +74,8 @@ def test_benchmark_result_of_the_export_has_bindkits_scores(
 
     out = tmp_path / "mteb"
     export_mteb(results, out, tasks=["saber"])
-    assert register_models(out) == ["bindkit/bow"]
+    register_models(out)  # (another test of this process may have registered it already)
+    assert mteb.get_model_meta("bindkit/bow").embed_dim == 512
     tasks = mteb_tasks.saber_tasks(small_saber)
     mteb_tasks.register(tasks)
     benchmark = mteb.Benchmark(name="bindkit SABER", tasks=tasks)
