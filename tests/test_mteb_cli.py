@@ -101,8 +101,8 @@ def test_unknown_bindkit_model_is_one_line(capsys: pytest.CaptureFixture[str]) -
 
     code = main(["mteb", "run", "-m", "bindkit/nosuchbackend", "-t", "SABERMCQ"])
     err = capsys.readouterr().err
-    assert code == 2 and "unknown model backend 'nosuchbackend'" in err
-    assert err.count("\n") == 1
+    (line,) = [x for x in err.splitlines() if "error" in x or "Traceback" in x]
+    assert code == 2 and "unknown model backend 'nosuchbackend'" in line
 
 
 def test_mteb_run_in_process_on_a_bindkit_task(
@@ -123,6 +123,17 @@ def test_mteb_run_in_process_on_a_bindkit_task(
     assert entry["main_score"] == pytest.approx(record["scores"]["mcq_accuracy"], abs=1e-5)
     assert main(["mteb", "available-tasks", "--task-types", "VisionCentricQA"]) == 0
     assert "SABERMCQ," in capsys.readouterr().out
+
+
+def test_unknown_task_is_one_line_naming_the_data_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bindkit.cli import main
+
+    code = main(["mteb", "run", "-m", "bindkit/bow", "-t", "SABERMCQ-nope", "-v", "0"])
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if "error" in x or "Traceback" in x]
+    assert code == 2 and "'SABERMCQ-nope' not found" in line and "--saber DIR" in line
 
 
 @pytest.mark.slow

@@ -150,5 +150,15 @@ def main(argv: Sequence[str]) -> int:
     if func is None:
         parser.print_help()
         return 2
-    func(args)
+    try:
+        func(args)
+    except KeyError as exc:  # mteb's unknown task: "KeyError: 'X' not found. Did you mean ..."
+        message = str(exc.args[0]) if exc.args else ""
+        if "not found" not in message:
+            raise
+        raise BindkitError(
+            f"mteb: {message.removeprefix('KeyError: ')} (bindkit's tasks: SABERMCQ, "
+            "SABERRetrieval; --saber DIR adds SABERMCQ-<name> ..., --triplets FILE "
+            "BindkitTriplets-<name>; `bindkit mteb available-tasks` lists them)"
+        ) from None
     return 0
