@@ -160,3 +160,24 @@ def test_mteb_run_from_a_shell_writes_results_mteb_loads(small_saber: Path, tmp_
     for subset in ("independent", "nested"):
         got = by_subset[subset]["map_at_1000"]
         assert got == pytest.approx(record["scores"][f"map_{subset}"], abs=1e-5)
+
+
+def test_an_hf_export_registers_as_its_folder_does(small_saber: Path, tmp_path: Path) -> None:
+    """--saber HFDIR (a `bindkit export` folder) gives the same task data as the folder; the
+    metadata names the export, as the user gave it."""
+    pytest.importorskip("datasets")
+    from bindkit.cli import main
+
+    hf = tmp_path / "small-hf"
+    assert main(["export", "saber", str(small_saber), "--out", str(hf)]) == 0
+    (mcq, _) = mteb_tasks.saber_tasks(hf)
+    (plain, _) = mteb_tasks.saber_tasks(small_saber)
+    assert mcq.metadata.name == plain.metadata.name == "SABERMCQ-small"
+    assert mcq.metadata.revision == plain.metadata.revision
+    assert mcq.metadata.dataset["path"] == str(hf.resolve())
+    mcq.load_data()
+    plain.load_data()
+    assert (
+        mcq.dataset["default"]["test"]["queries"]["text"]
+        == (plain.dataset["default"]["test"]["queries"]["text"])
+    )

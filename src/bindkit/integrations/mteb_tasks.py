@@ -400,6 +400,20 @@ def winoground_scores(scores: Sequence[np.ndarray]) -> dict[str, float]:
     }
 
 
+def _load(task: Any, data: str | Path | None) -> Dataset:
+    """A bindkit task's data as ``bindkit eval --data`` reads it (a folder or file, a ``bindkit
+    export`` folder or ``hf:ID``; None: the built-in set), its source as the caller named it."""
+    import dataclasses
+
+    from bindkit.tasks.base import resolve_data
+
+    path = resolve_data(task.metadata, data) if data is not None else None
+    dataset: Dataset = task.load(path)
+    if data is not None and str(path) != str(data):  # an export, read through its files
+        dataset = dataclasses.replace(dataset, source=str(data))
+    return dataset
+
+
 PAIR_TASKS = {"colorswap": "BindkitColorSwap", "bivlc": "BindkitBiVLC"}
 
 
@@ -409,7 +423,7 @@ def pair_task(task: str, data: str | Path, *, subset: str = "test") -> Any:
     if task not in PAIR_TASKS:
         raise BindkitError(f"mteb pair tasks: {task!r}; use one of {', '.join(PAIR_TASKS)}")
     bindkit_task = get_task(task)
-    dataset = bindkit_task.load(Path(data))
+    dataset = _load(bindkit_task, data)
     if subset not in dataset.subsets:
         raise BindkitError(
             f"mteb {task}: {dataset.source} has no split {subset!r} ({', '.join(dataset.subsets)})"
@@ -450,7 +464,7 @@ def saber_tasks(
     """SABER's MCQ and retrieval as mteb tasks, one of each per pairing, on a SABER directory
     (None: the built-in default set, text only)."""
     task = get_task("saber")
-    dataset = task.load(Path(data) if data is not None else None)
+    dataset = _load(task, data)
     data_name = None if data is None else dataset.name
     out = []
     for pairing in _pairings(pairings):
@@ -484,7 +498,7 @@ def saber_tasks(
 def triplet_task(data: str | Path) -> AbsTaskRetrieval:
     """A triplet JSONL file (bindkit's ``triplets`` task) as an mteb ``Reranking`` task."""
     task = get_task("triplets")
-    dataset = task.load(Path(data))
+    dataset = _load(task, data)
     meta = _metadata(
         task.metadata,
         dataset,
