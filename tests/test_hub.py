@@ -70,6 +70,9 @@ def test_saber_card_has_the_hub_metadata_and_how_it_was_made(rendered_hf: Path) 
     card = DatasetCard.load(rendered_hf / "README.md")
     meta = card.data.to_dict()
     assert meta["license"] == "mit" and meta["pretty_name"] == "SABER"
+    assert meta["language"] == ["en"]
+    record = json.loads((rendered_hf / "bindkit.json").read_text())
+    assert record["source"] == "saber"  # the folder's name, no machine path
     assert {"multiple-choice", "image-to-text"} <= set(meta["task_categories"])
     assert meta["size_categories"] == ["n<1K"] and "binding" in meta["tags"]
     names = [c["config_name"] for c in meta["configs"]]

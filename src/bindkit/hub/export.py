@@ -411,6 +411,7 @@ def card_text(export: Export, license: str, command: str) -> str:
     rows = sum(s.count for s in export.shards if s.path in _files(export, default))
     data = DatasetCardData(
         license=license,
+        language=["en"],  # bindkit's templates and vocabularies are English
         pretty_name=export.pretty_name,
         task_categories=export.task_categories,
         tags=export.tags,
@@ -471,7 +472,7 @@ def write_export(
             "format_version": FORMAT_VERSION,
             "kind": export.kind,
             "bindkit_version": __version__,
-            "source": str(export.source.resolve()),
+            "source": export.source.resolve().name,  # its name: no machine path is published
             "command": command,
             "license": license,
             "configs": export.configs,
