@@ -102,7 +102,7 @@ def evaluate(
     if root is not None and not root.is_dir():
         raise BindkitError(f"--image-root {root}: not a directory; pass the folder of the images")
     dataset = task_impl.load(path, image_root=root)
-    if data is not None and path is not None and str(path) != str(data):
+    if data is not None and path is not None and path.resolve() != Path(data).resolve():
         # an export (HFDIR, hf:ID) read through its rebuilt files: record it as the user named it
         dataset = replace(dataset, source=str(data))
     chosen_subsets = _subsets(subsets, task_impl, dataset)

@@ -409,7 +409,8 @@ def _load(task: Any, data: str | Path | None) -> Dataset:
 
     path = resolve_data(task.metadata, data) if data is not None else None
     dataset: Dataset = task.load(path)
-    if data is not None and str(path) != str(data):  # an export, read through its files
+    if path is not None and data is not None and path.resolve() != Path(data).resolve():
+        # an export, read through its rebuilt files
         dataset = dataclasses.replace(dataset, source=str(data))
     return dataset
 
