@@ -181,3 +181,10 @@ def test_an_hf_export_registers_as_its_folder_does(small_saber: Path, tmp_path: 
         mcq.dataset["default"]["test"]["queries"]["text"]
         == (plain.dataset["default"]["test"]["queries"]["text"])
     )
+
+
+def test_dataset_path_says_where_the_data_is(tmp_path: Path) -> None:
+    assert mteb_tasks.dataset_path("hf:me/saber") == "me/saber"
+    assert mteb_tasks.dataset_path("hf:me/triplets:no_overlap/val") == "me/triplets"
+    assert mteb_tasks.dataset_path("builtin:saber seed=0") == "builtin:saber"
+    assert mteb_tasks.dataset_path(str(tmp_path / "s")) == str((tmp_path / "s").resolve())
