@@ -99,3 +99,19 @@ def test_task_option_uses_that_tasks_metadata(cache: Path) -> None:
     assert model.describe()["task"] == "STS12"
     with pytest.raises(BindkitError, match=r"mteb \+task=STS99: .*not found"):
         load_embedder(f"mteb:{MINILM[0]}+cache_folder={cache}+task=STS99", cache=False)
+
+
+def test_cache_folder_names_no_result(cache: Path, small_saber: Path, tmp_path: Path) -> None:
+    """+cache_folder says where the weights live, not what they compute: the result's spec,
+    its files' names and the report's labels leave it out."""
+    from bindkit import evaluate
+    from bindkit.embed.backends.mteb import without_option
+
+    spec = f"mteb:{MINILM[0]}+cache_folder={cache}+task=STS12"
+    assert without_option(spec, "cache_folder") == f"mteb:{MINILM[0]}+task=STS12"
+    out = tmp_path / "r"
+    (record,) = evaluate([spec], data=small_saber, out=out, cache=False, verbose=False)
+    assert record["model"]["spec"] == f"mteb:{MINILM[0]}+task=STS12"
+    written = [str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()]
+    assert written and not [p for p in written if str(cache.name) in p or "cache_folder" in p]
+    assert str(cache) not in (out / "report.md").read_text()

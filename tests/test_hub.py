@@ -70,6 +70,9 @@ def test_saber_card_has_the_hub_metadata_and_how_it_was_made(rendered_hf: Path) 
     card = DatasetCard.load(rendered_hf / "README.md")
     meta = card.data.to_dict()
     assert meta["license"] == "mit" and meta["pretty_name"] == "SABER"
+    assert meta["language"] == ["en"]
+    record = json.loads((rendered_hf / "bindkit.json").read_text())
+    assert record["source"] == "saber"  # the folder's name, no machine path
     assert {"multiple-choice", "image-to-text"} <= set(meta["task_categories"])
     assert meta["size_categories"] == ["n<1K"] and "binding" in meta["tags"]
     names = [c["config_name"] for c in meta["configs"]]
@@ -108,6 +111,9 @@ def test_eval_on_the_export_scores_as_on_the_original(tmp_path: Path) -> None:
     assert exported["scores"] == plain["scores"]
     assert exported["data"]["sha256"] == plain["data"]["sha256"]
     assert exported["data"]["name"] == plain["data"]["name"] == "saber"
+    # the data as the user named it, not the rebuilt cache folder
+    assert exported["data"]["source"] == str(tmp_path / "hf")
+    assert plain["data"]["source"] == str(data)
 
 
 def test_saber_shards_out_of_n_order_read_back_in_file_order(tmp_path: Path) -> None:
@@ -178,20 +184,27 @@ def _named(table: Any) -> list[dict[str, Any]]:
 def test_synth_export_has_every_split_and_variant_equal_to_its_file(
     synth_run: Path, synth_hf: Path, tmp_path: Path
 ) -> None:
-    default = load(synth_hf, tmp_path)
+    """Each config's rows are the split file's: the trainer configs (default, the variants)
+    its query/positive/negative, the *_full configs every field."""
+    default, full = load(synth_hf, tmp_path), load(synth_hf, tmp_path, "full")
     files = json.loads((synth_run / "splits.json").read_text())["files"]
     shared = [n.removesuffix(".jsonl") for n in files if "/" not in n]
-    assert sorted(default) == sorted(shared)
+    assert sorted(default) == sorted(shared) == sorted(full)
     assert {"train", "val", "test"} <= set(default) and any(
         s.startswith("heldout_") for s in default
     )
-    assert isinstance(default["train"].features["negative_kind"], datasets.ClassLabel)
+    assert isinstance(full["train"].features["negative_kind"], datasets.ClassLabel)
+    trainer = ["query", "positive", "negative"]
     for split in shared:
-        assert _named(default[split]) == _rows(synth_run / f"{split}.jsonl")
+        rows = _rows(synth_run / f"{split}.jsonl")
+        assert _named(full[split]) == rows
+        assert default[split].to_list() == [{k: r[k] for k in trainer} for r in rows]
     for variant in ("no_overlap", "random", "overlap_only", "mixed_lengths"):
+        rows = _rows(synth_run / variant / "train.jsonl")
+        assert _named(load(synth_hf, tmp_path, f"{variant}_full", split="train")) == rows
         train = load(synth_hf, tmp_path, variant, split="train")
-        assert _named(train) == _rows(synth_run / variant / "train.jsonl")
-    mixed = load(synth_hf, tmp_path, "mixed_lengths", split="train")
+        assert train.column_names == trainer
+    mixed = load(synth_hf, tmp_path, "mixed_lengths_full", split="train")
     assert isinstance(mixed.features["format"], datasets.ClassLabel)
 
 
@@ -223,6 +236,7 @@ def test_triplet_eval_and_training_read_an_exported_split(
     (exported,) = evaluate(["bow"], data=f"{synth_hf}:test", out=tmp_path / "b", **kwargs)
     assert exported["scores"] == plain["scores"]
     assert exported["data"]["sha256"] == plain["data"]["sha256"]
+    assert exported["data"]["source"] == f"{synth_hf}:test"
     config = TrainConfig(
         model="bow", out=str(tmp_path / "run"), train=f"{synth_hf}:train", val=f"{synth_hf}:val"
     )
@@ -546,3 +560,13 @@ def test_reading_an_export_without_datasets_installed_says_what_to_install(
     monkeypatch.setitem(sys.modules, "datasets", None)  # import datasets -> ImportError
     with pytest.raises(BindkitError, match=r"need `datasets`: pip install 'bindkit\[hf\]'"):
         local_path(rendered_hf)
+
+
+def test_a_hub_source_keys_its_results_the_same_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bindkit.results.records import data_key
+
+    key = data_key("saber", "hf:me/saber")
+    monkeypatch.chdir(tmp_path)
+    assert data_key("saber", "hf:me/saber") == key != data_key("saber", "hf:me/other")

@@ -15,7 +15,7 @@ from mteb.results import TaskResult
 from bindkit import evaluate
 from bindkit.cli import main
 from bindkit.errors import BindkitError
-from bindkit.integrations.mteb_results import export_mteb
+from bindkit.integrations.mteb_results import export_mteb, register_models
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +30,10 @@ def results(small_saber: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 
 def test_export_reads_back_with_mtebs_loaders(results: Path, tmp_path: Path) -> None:
-    out = tmp_path / "mteb" / "results"  # ResultCache(tmp/mteb) reads tmp/mteb/results
+    out = tmp_path / "mteb"  # what ResultCache(OUT) and `mteb run --output-folder OUT` use
     assert main(["export-results", str(results), "--format", "mteb", "--out", str(out)]) == 0
     (record,) = [json.loads(p.read_text()) for p in results.rglob("*.json") if "saber" in p.parts]
-    folder = out / "bindkit__bow" / record["model"]["fingerprint"]
+    folder = out / "results" / "bindkit__bow" / record["model"]["fingerprint"]
     data = record["data"]["name"]  # the SABER folder's name
     mcq = TaskResult.from_disk(folder / f"SABERMCQ-{data}.json")
     assert mcq.dataset_revision == record["data"]["sha256"]
@@ -44,12 +44,67 @@ def test_export_reads_back_with_mtebs_loaders(results: Path, tmp_path: Path) -> 
     nested = by_subset["nested"]["main_score"]  # to_disk rounds to 6 places
     assert nested == pytest.approx(record["scores"]["map_nested"], abs=1e-6)
     assert by_subset["independent"]["bindkit"]["model_fingerprint"] == folder.name
+    # the declared main score under its own key, as mteb's getters read it
+    declared = retrieval.get_score(getter=lambda s: s["map_at_1000"])
+    mean = (record["scores"]["map_independent"] + record["scores"]["map_nested"]) / 2
+    assert declared == pytest.approx(mean, abs=1e-6)
+    meta = json.loads((folder / "model_meta.json").read_text())
+    assert meta["name"] == "bindkit/bow" and meta["revision"] == folder.name
+    assert meta["embed_dim"] == 512 and meta["n_parameters"] == 0 and meta["license"] == "mit"
+    settings = [json.loads(x) for x in (folder / "run_settings.jsonl").read_text().splitlines()]
+    assert {s["task"] for s in settings} >= {f"SABERMCQ-{data}", f"SABERRetrieval-{data}"}
+    assert settings[0]["version"]["mteb"] == record["libraries"]["mteb"]
 
-    loaded = ResultCache(tmp_path / "mteb").load_results(include_remote=False)
+    loaded = ResultCache(out).load_results(include_remote=False)
     (model,) = loaded.model_results
     assert model.model_name == "bindkit/bow" and model.model_revision == folder.name
     names = sorted(r.task_name for r in model.task_results)
     assert names == ["BindkitTriplets-trip", f"SABERMCQ-{data}", f"SABERRetrieval-{data}"]
+
+
+def test_benchmark_result_of_the_export_has_bindkits_scores(
+    small_saber: Path, results: Path, tmp_path: Path
+) -> None:
+    """mteb's benchmark table (load_results on a Benchmark of the registered SABER tasks, then
+    get_benchmark_result) reads the export: one row for the model (mteb's table keeps only
+    models of its registry: register_models adds the export's), bindkit's scores."""
+    import mteb
+
+    from bindkit.integrations import mteb_tasks
+
+    out = tmp_path / "mteb"
+    export_mteb(results, out, tasks=["saber"])
+    register_models(out)  # (another test of this process may have registered it already)
+    assert mteb.get_model_meta("bindkit/bow").embed_dim == 512
+    tasks = mteb_tasks.saber_tasks(small_saber)
+    mteb_tasks.register(tasks)
+    benchmark = mteb.Benchmark(name="bindkit SABER", tasks=tasks)
+    loaded = ResultCache(out).load_results(tasks=benchmark, include_remote=False)
+    table = loaded.get_benchmark_result()
+    (record,) = [json.loads(p.read_text()) for p in results.rglob("*.json") if "saber" in p.parts]
+    (row,) = table.to_dict("records")
+    assert row["Model"] == "bindkit/bow" and row["Embedding Dimensions"] == 512
+    assert row["VisionCentricQA"] == pytest.approx(record["scores"]["mcq_accuracy"], abs=1e-6)
+    mean = (record["scores"]["map_independent"] + record["scores"]["map_nested"]) / 2
+    assert row["Any2AnyRetrieval"] == pytest.approx(mean, abs=1e-6)
+
+
+def test_a_folder_and_its_hf_export_evaluated_both_export_once(
+    small_saber: Path, tmp_path: Path
+) -> None:
+    """The same data evaluated from its folder and from its `bindkit export` is one
+    measurement: written once, the other result named in `same_as`."""
+    pytest.importorskip("datasets")
+    results = tmp_path / "r"
+    hf = tmp_path / "small-hf"
+    assert main(["export", "saber", str(small_saber), "--out", str(hf)]) == 0
+    for data in (small_saber, hf):
+        evaluate(["bow"], task="saber", data=data, out=results, cache=False, report=False)
+    assert len(list(results.rglob("*.json"))) == 2
+    (written, _) = export_mteb(results, tmp_path / "mteb")
+    (entry,) = [e for e in json.loads(written.read_text())["scores"]["test"]]
+    assert len(entry["bindkit"]["same_as"]) == 1
+    assert {entry["bindkit"]["data"]["source"], entry["bindkit"]["same_as"][0]} != set()
 
 
 def test_export_refuses_partial_and_unknown(results: Path, tmp_path: Path) -> None:
@@ -66,3 +121,28 @@ def test_export_refuses_partial_and_unknown(results: Path, tmp_path: Path) -> No
     with pytest.raises(BindkitError, match="no complete results of triplets"):
         export_mteb(partial, tmp_path / "o", tasks=["triplets"])
     assert not (tmp_path / "o").exists()
+
+
+def test_model_meta_takes_mtebs_fields_where_mteb_knows_the_weights() -> None:
+    """st:default is mteb's all-MiniLM-L6-v2: its fields under bindkit's name and revision; with
+    an adapter only the sizes stay and adapted_from names it; bow's from its fingerprint."""
+    from bindkit.integrations.mteb_models import model_meta
+
+    st = {"backend": "st", "model": "all-MiniLM-L6-v2", "adapter": None}
+    meta = model_meta("st:default", "f" * 24, st, modalities=["text"])
+    assert (meta.name, meta.revision) == ("bindkit/st:default", "f" * 24)
+    assert meta.n_parameters == 22713216 and meta.embed_dim == 384
+    assert meta.release_date == "2021-08-30" and meta.license == "apache-2.0"
+    tuned = model_meta(
+        "st:default+adapter=a", "e" * 24, st | {"adapter": {"w": 1}}, modalities=["text"]
+    )
+    assert tuned.adapted_from == "sentence-transformers/all-MiniLM-L6-v2"
+    assert tuned.release_date is None and tuned.n_parameters == 22713216
+    bow = model_meta("bow", "b" * 24, {"backend": "bow", "dim": 512}, modalities=["text"])
+    assert bow.embed_dim == 512 and bow.n_parameters == 0 and bow.release_date is None
+    mteb_desc = {"backend": "mteb", "model": "sentence-transformers/all-MiniLM-L6-v2"}
+    mteb_desc["revision"] = "8b3219a92973c328a8e22fadcfa821b5dc75636a"
+    own = model_meta(
+        "mteb:sentence-transformers/all-MiniLM-L6-v2", "c" * 24, mteb_desc, modalities=["text"]
+    )
+    assert own.revision == mteb_desc["revision"] and own.n_parameters == 22713216

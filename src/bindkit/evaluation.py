@@ -113,6 +113,9 @@ def evaluate(
     if root is not None and not root.is_dir():
         raise BindkitError(f"--image-root {root}: not a directory; pass the folder of the images")
     dataset = task_impl.load(path, image_root=root)
+    if data is not None and path is not None and path.resolve() != Path(data).resolve():
+        # an export (HFDIR, hf:ID) read through its rebuilt files: record it as the user named it
+        dataset = replace(dataset, source=str(data))
     chosen_subsets = _subsets(subsets, task_impl, dataset)
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -169,6 +172,7 @@ def _one_model(
     meta = task_impl.metadata
     embedder = _load(model, batch_size, cache)
     spec = model if isinstance(model, str) else getattr(model, "spec", type(model).__name__)
+    spec = getattr(embedder, "result_name", None) or spec  # mteb: leaves out its cache_folder
     available = task_impl.pairings(dataset, embedder)
     chosen = available if wanted is None else wanted
     missing = [p for p in chosen if p not in available]

@@ -67,9 +67,11 @@ def _export(args: argparse.Namespace) -> int:
         command=shlex.join(command),
         overwrite=args.overwrite,
     )
-    rows = sum(record["rows"].values())
+    default = {path for paths in record["configs"]["default"].values() for path in paths}
+    rows = sum(n for path, n in record["rows"].items() if path in default)  # each row once
     configs = ", ".join(record["configs"])
-    print(f"wrote {args.out}: {rows} rows in {len(record['rows'])} shards; configs: {configs}")
+    shards = len(record["rows"])
+    print(f"wrote {args.out}: {rows} rows (default config) in {shards} shards; configs: {configs}")
     if args.push is not None:
         url = push(args.out, args.push, private=args.private)
         print(f"pushed to {args.push}: {url}")

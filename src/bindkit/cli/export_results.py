@@ -11,12 +11,18 @@ def register(commands: Any) -> None:
         "export-results",
         help="write eval results in another tool's layout (mteb's results folder)",
         description="Write the result files under RESULTS in mteb's results layout "
-        "(OUT/<model>/<revision>/<Task>.json + model_meta.json), readable by mteb's "
-        "ResultCache.load_results and TaskResult.from_disk. Exports saber and triplets.",
+        "(OUT/results/<model>/<revision>/<Task>.json + model_meta.json + run_settings.jsonl, "
+        "as `mteb run --output-folder OUT` writes it), readable by mteb's ResultCache(OUT) "
+        "and TaskResult.from_disk. Exports saber and triplets; a result found twice (a "
+        "folder and its `bindkit export`, evaluated both) is written once.",
     )
     parser.add_argument("results", help="the --out directory of `bindkit eval`")
     parser.add_argument("--format", required=True, choices=["mteb"], help="target layout")
-    parser.add_argument("--out", required=True, help="results folder to write into")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="mteb results folder: what you give ResultCache(OUT) or mteb's --output-folder",
+    )
     parser.add_argument(
         "--tasks", default=None, help="comma list of bindkit tasks to export (default: all)"
     )
@@ -37,4 +43,8 @@ def _export(args: argparse.Namespace) -> int:
     print(f"wrote {len(written)} mteb task result file(s) under {args.out}")
     for path in written:
         print(f"  {path}")
+    print(
+        f"read it with mteb.ResultCache({str(args.out)!r}); for mteb's benchmark tables, "
+        "register the models first: bindkit.integrations.mteb_results.register_models(OUT)"
+    )
     return 0

@@ -11,7 +11,10 @@ Layout of ``HFDIR``::
 SABER: config ``default`` (every MCQ, split ``test``) and one config per N (``n2`` ...), whose
 shards the default config lists in N order. Synth: config ``default`` with the splits ``train``,
 ``val``, ``test`` and ``heldout_<type>``, one config per training variant (``no_overlap`` ...)
-whose evaluation splits are the default config's files. Clusters: config ``default``, split
+whose evaluation splits are the default config's files; these hold ``query``, ``positive``,
+``negative`` only, so ``SentenceTransformerTrainer`` trains on them as they are (it takes every
+column as an input), and each has a ``*_full`` twin (``full``, ``no_overlap_full`` ...) with the
+rows' class labels too, from which bindkit rebuilds the files. Clusters: config ``default``, split
 ``train``. The folder is written beside ``HFDIR`` and renamed into place.
 """
 
@@ -201,7 +204,12 @@ def _image_files(mcqs: Sequence[Any]) -> list[str]:
 # -- synth ------------------------------------------------------------------------------------
 def synth_export(directory: str | Path) -> Export:
     """The split set of a synth run (``bindkit synth split``), checked whole and current."""
-    from bindkit.hub.schema import encode_triplets, triplet_features
+    from bindkit.hub.schema import (
+        encode_triplets,
+        trainer_features,
+        trainer_rows,
+        triplet_features,
+    )
     from bindkit.saber.io import iter_lines
     from bindkit.synth.splits import SPLITS_JSON, VARIANTS, verify_splits
     from bindkit.synth.validate import require_split_set
@@ -216,23 +224,29 @@ def synth_export(directory: str | Path) -> Export:
     require_split_set(root / next(iter(files)))
     shards: list[Shard] = []
     configs: dict[str, dict[str, list[str]]] = {}
-    by_name: dict[str, Shard] = {}
+    full: dict[str, str] = {}  # trainer config -> the config with every field
+    by_name: dict[str, tuple[Shard, Shard]] = {}
     for name in files:  # default-config files first, as split_files lists them
         config, _, split = name.rpartition("/")
         config, split = config or "default", split.removesuffix(".jsonl")
+        whole = full.setdefault(config, full_config(config))
         shared = by_name.get(split)
         if config != "default" and shared is not None and files[f"{split}.jsonl"] == files[name]:
-            configs.setdefault(config, {})[split] = [shared.path]  # the same bytes: one shard
+            for target, shard in zip((config, whole), shared, strict=True):
+                configs.setdefault(target, {})[split] = [shard.path]  # the same bytes: one shard
             continue
         if config not in ("default", *VARIANTS):
             raise DataFormatError(f"{root / SPLITS_JSON}: unknown split file {name}")
         rows = [row for _, row in iter_lines(root / name)]
         features = triplet_features(rows)
-        shard = Shard(config, split, encode_triplets(rows, features, str(root / name)), features)
-        shards.append(shard)
+        labelled = Shard(whole, split, encode_triplets(rows, features, str(root / name)), features)
+        plain = trainer_rows(rows)
+        trainer = Shard(config, split, plain, trainer_features())
+        shards += [trainer, labelled]
         if config == "default":
-            by_name[split] = shard
-        configs.setdefault(config, {})[split] = [shard.path]
+            by_name[split] = (trainer, labelled)
+        configs.setdefault(config, {})[split] = [trainer.path]
+        configs.setdefault(whole, {})[split] = [labelled.path]
     sidecars = {SPLITS_JSON: (root / SPLITS_JSON).read_bytes()}
     sidecars["examples.jsonl"] = (root / "examples.jsonl").read_bytes()
     made = [
@@ -240,7 +254,11 @@ def synth_export(directory: str | Path) -> Export:
         f"examples.jsonl sha256: {summary['examples']['sha256']} "
         f"({summary['examples']['count']} examples)",
         f"splits.json generation: {summary.get('generation', 'not recorded')}",
-        "variants: " + (", ".join(c for c in configs if c != "default") or "none"),
+        "variants: " + (", ".join(c for c in full if c != "default") or "none"),
+        "configs `default` and the variants hold `query`, `positive`, `negative` only, the "
+        "(anchor, positive, negative) columns sentence-transformers' trainer takes as they "
+        "are; each `*_full` config holds the same rows with their `type` and `negative_kind` "
+        "(and `format`) as class labels",
     ]
     return Export(
         kind="synth",
@@ -252,8 +270,16 @@ def synth_export(directory: str | Path) -> Export:
         task_categories=["sentence-similarity", "feature-extraction"],
         tags=["binding", "compositionality", "bindkit", "triplets", "synthetic"],
         made=made,
-        extra={"bindkit_files": {name: entry["sha256"] for name, entry in files.items()}},
+        extra={
+            "bindkit_files": {name: entry["sha256"] for name, entry in files.items()},
+            "bindkit_configs": full,
+        },
     )
+
+
+def full_config(config: str) -> str:
+    """The synth export's config with every field of trainer config ``config``'s rows."""
+    return "full" if config == "default" else f"{config}_full"
 
 
 # -- clusters ---------------------------------------------------------------------------------
@@ -385,6 +411,7 @@ def card_text(export: Export, license: str, command: str) -> str:
     rows = sum(s.count for s in export.shards if s.path in _files(export, default))
     data = DatasetCardData(
         license=license,
+        language=["en"],  # bindkit's templates and vocabularies are English
         pretty_name=export.pretty_name,
         task_categories=export.task_categories,
         tags=export.tags,
@@ -445,7 +472,7 @@ def write_export(
             "format_version": FORMAT_VERSION,
             "kind": export.kind,
             "bindkit_version": __version__,
-            "source": str(export.source.resolve()),
+            "source": export.source.resolve().name,  # its name: no machine path is published
             "command": command,
             "license": license,
             "configs": export.configs,

@@ -7,7 +7,8 @@ from bindkit.errors import BindkitError
 EXPORT_FILE = "bindkit.json"
 SIDECARS = "bindkit"
 FORMAT = "bindkit-hf-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: synth trainer configs hold query/positive/negative, *_full the rest
+READABLE = (1, 2)
 KINDS = ("saber", "synth", "clusters")
 
 

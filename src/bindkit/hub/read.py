@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.hub.format import EXPORT_FILE, FORMAT, FORMAT_VERSION, KINDS, SIDECARS, require_hf
+from bindkit.hub.format import EXPORT_FILE, FORMAT, KINDS, READABLE, SIDECARS, require_hf
 
 HUB_PREFIX = "hf:"
 COMPLETE = ".complete"
@@ -39,7 +39,7 @@ def read_record(root: Path) -> dict[str, Any]:
         raise DataFormatError(f"{path}: unreadable ({exc}); export the data again") from None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         raise DataFormatError(f"{path}: not a bindkit export record; export the data again")
-    if record.get("format_version") != FORMAT_VERSION or record.get("kind") not in KINDS:
+    if record.get("format_version") not in READABLE or record.get("kind") not in KINDS:
         raise DataFormatError(
             f"{path}: export format {record.get('format_version')} of kind "
             f"{record.get('kind')!r} is not one this bindkit reads; upgrade bindkit"
@@ -198,8 +198,10 @@ def _rebuild(root: Path, record: dict[str, Any]) -> dict[str, bytes]:
 
         files: dict[str, bytes] = {}
         by_shard: dict[str, bytes] = {}
-        for config, splits in record["configs"].items():  # the default config first
-            for split, (shard,) in splits.items():
+        # format 2: each trainer config's rows with every field are in its *_full config
+        full = record.get("bindkit_configs") or {c: c for c in record["configs"]}
+        for config, whole in full.items():  # the default config first
+            for split, (shard,) in record["configs"][whole].items():
                 if shard not in by_shard:  # a variant's evaluation splits are default's files
                     rows, features = read_shard(root, shard)
                     by_shard[shard] = jsonl_bytes(decode_rows(rows, features))

@@ -157,6 +157,21 @@ def triplet_features(rows: Sequence[Mapping[str, Any]]) -> datasets.Features:
     return Features(features)
 
 
+TRAINER_COLUMNS = ("query", "positive", "negative")
+
+
+def trainer_features() -> datasets.Features:
+    """The columns a trainer takes as (anchor, positive, negative), all text."""
+    from datasets import Features, Value
+
+    return Features({key: Value("string") for key in TRAINER_COLUMNS})
+
+
+def trainer_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows cut to :data:`TRAINER_COLUMNS`, in that order."""
+    return [{key: row[key] for key in TRAINER_COLUMNS} for row in rows]
+
+
 def encode_triplets(
     rows: Sequence[Mapping[str, Any]], features: datasets.Features, where: str
 ) -> list[dict[str, Any]]:

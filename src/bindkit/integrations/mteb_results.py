@@ -1,14 +1,18 @@
 """bindkit result files in mteb's results layout (``bindkit export-results --format mteb``).
 
-``OUT/<model name as path>/<revision>/<Task>.json`` (mteb's ``TaskResult`` as its ``to_disk``
-writes it) plus ``model_meta.json`` per revision folder: the layout of mteb's results
-repository and of ``ResultCache(...)/results``, so ``ResultCache.load_results`` and
-``TaskResult.from_disk`` read it back. Task names are those of
+``OUT/results/<model name as path>/<revision>/<Task>.json`` (mteb's ``TaskResult`` as its
+``to_disk`` writes it) plus ``model_meta.json`` and ``run_settings.jsonl`` per revision folder:
+what ``mteb run --output-folder OUT`` writes and ``ResultCache(OUT)`` reads
+(``load_results``, ``TaskResult.from_disk``). Task names are those of
 :mod:`bindkit.integrations.mteb_tasks`; a model is ``bindkit/<spec>`` at its fingerprint (an
-``mteb:`` model keeps mteb's name and revision). Main scores are bindkit's own numbers (see
-``mteb_tasks`` for where mteb's pytrec_eval scores differ on ties); provenance goes where mteb
-has fields (``dataset_revision`` = the data's sha256, ``evaluation_time``, ``date``;
-``kg_co2_emissions`` is null: not measured), the rest into each subset's ``bindkit`` entry.
+``mteb:`` model keeps mteb's name and revision), its metadata from
+:mod:`bindkit.integrations.mteb_models`. Each entry holds the task's declared main score under
+its own key (``mcq_accuracy``, ``map_at_1000``, ``triplet_accuracy``) and as ``main_score``:
+bindkit's own numbers (see ``mteb_tasks`` for where mteb's pytrec_eval scores differ on ties;
+``map_at_1000`` holds bindkit's mAP, which ranks the whole gallery), with bindkit's names beside
+them. Provenance goes where mteb has fields (``dataset_revision`` = the data's sha256,
+``evaluation_time``, ``date``, library versions in ``run_settings.jsonl``; ``kg_co2_emissions``
+is null: not measured), the rest into each subset's ``bindkit`` entry.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError
-from bindkit.integrations.mteb_tasks import model_name, task_name
+from bindkit.integrations.mteb_models import model_name
+from bindkit.integrations.mteb_tasks import task_name
 
 EXPORTABLE = ("saber", "triplets")
 # per bindkit task: (mteb task kind, subset, bindkit score that is the main score, the scalars kept)
@@ -127,31 +132,57 @@ def _records(results: Path, tasks: Sequence[str] | None) -> list[tuple[Path, dic
     return found
 
 
+# per mteb task kind: the main score its metadata declares (mteb_tasks), written beside
+# bindkit's own name for the same number
+MAIN_SCORES = {
+    "SABERMCQ": "mcq_accuracy",
+    "SABERRetrieval": "map_at_1000",
+    "BindkitTriplets": "triplet_accuracy",
+}
+
+
+def _same_result(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two results are one measurement: the same model, data (its sha256), pairing, options
+    and scores, e.g. a folder and its `bindkit export` evaluated both."""
+    keys = ("task", "pairing", "subset", "options", "scores")
+    return (
+        all(a.get(k) == b.get(k) for k in keys)
+        and _model(a) == _model(b)
+        and a["data"]["sha256"] == b["data"]["sha256"]
+    )
+
+
 def export_mteb(
     results: str | Path, out: str | Path, *, tasks: Sequence[str] | None = None
 ) -> list[Path]:
-    """Write every saber/triplets result under ``results`` in mteb's layout under ``out``;
-    returns the task files written. Refuses (one line) partial results, tasks mteb has no
-    counterpart for (unless left out by ``tasks``) and two results for one mteb file."""
+    """Write every saber/triplets result under ``results`` in mteb's results layout under
+    ``out`` (``out/results/<model>/<revision>/<Task>.json``, what ``ResultCache(out)`` and
+    ``mteb run --output-folder out`` use); returns the task files written. Refuses (one line)
+    partial results, tasks mteb has no counterpart for (unless left out by ``tasks``) and two
+    different results for one mteb file; two results that are the same measurement (the same
+    data evaluated as a folder and as its export) are written once, the other path listed in
+    the entry's ``bindkit.same_as``."""
     import mteb
-    from mteb.models.model_meta import ModelMeta, ScoringFunction
     from mteb.results import TaskResult
 
     from bindkit import __version__
     from bindkit._io import atomic_write_text, check_not_input, make_dirs
+    from bindkit.integrations.mteb_models import model_meta
 
     results, out = Path(results), Path(out)
     check_not_input(out, [results])
     files: dict[Path, dict[str, Any]] = {}
-    sources: dict[tuple[Path, str], Path] = {}
-    metas: dict[Path, tuple[str, str, list[str]]] = {}
+    entries: dict[tuple[Path, str], tuple[Path, dict[str, Any], dict[str, Any]]] = {}
+    metas: dict[Path, dict[str, Any]] = {}
+    settings: dict[Path, dict[str, dict[str, Any]]] = {}
     for path, record in _records(results, tasks):
         name, revision = _model(record)
         data = record["data"]
         data_name = None if str(data.get("source", "")).startswith("builtin:") else data["name"]
-        folder = out / name.replace("/", "__").replace(" ", "_") / revision
+        folder = out / "results" / name.replace("/", "__").replace(" ", "_") / revision
         modalities = sorted({"text", *(["image"] if "i" in record["pairing"] else [])})
-        metas[folder] = (name, revision, modalities)
+        known = metas.setdefault(folder, {"record": record, "modalities": set()})
+        known["modalities"] |= set(modalities)
         for kind, subset, main, kept in _FILES[record["task"]]:
             scores = record["scores"]
             if not isinstance(scores.get(main), int | float):
@@ -160,29 +191,38 @@ def export_mteb(
                 data_name = data["name"]
             task = task_name(kind, record["pairing"], data_name)
             target = folder / f"{task}.json"
-            previous = sources.get((target, subset))
+            previous = entries.get((target, subset))
             if previous is not None:
-                raise BindkitError(
-                    f"{path} and {previous}: both are {task} ({subset}) of {name}; export one "
-                    "(e.g. copy the results you want into their own folder)"
-                )
-            sources[(target, subset)] = path
+                first_path, first_record, first_entry = previous
+                if not _same_result(first_record, record):
+                    raise BindkitError(
+                        f"{path} and {first_path}: both are {task} ({subset}) of {name} with "
+                        "different data or scores; export one (e.g. copy the results you want "
+                        "into their own folder)"
+                    )
+                first_entry["bindkit"]["same_as"].append(str(path.relative_to(results)))
+                continue
+            value = float(scores[main])
             entry = {
                 "hf_subset": subset,
                 "languages": ["eng-Latn"],
-                "main_score": float(scores[main]),
+                "main_score": value,
+                MAIN_SCORES[kind]: value,
                 **{k: float(scores[k]) for k in kept if isinstance(scores.get(k), int | float)},
                 "bindkit": {
                     "version": record.get("bindkit_version"),
                     "result": str(path.relative_to(results)),
+                    "same_as": [],
                     "model_spec": record["model"].get("spec"),
                     "model_fingerprint": record["model"].get("fingerprint"),
                     "data": {k: data.get(k) for k in ("name", "source", "sha256")},
                     "options": record.get("options"),
                     "counts": record.get("counts"),
+                    "libraries": record.get("libraries"),
                     "exported_by": __version__,
                 },
             }
+            entries[(target, subset)] = (path, record, entry)
             current = files.setdefault(
                 target,
                 {
@@ -198,25 +238,76 @@ def export_mteb(
             current["scores"]["test"].append(entry)
             if subset in ("default", "independent"):  # one record per file: count it once
                 current["evaluation_time"] += float(record.get("seconds") or 0.0)
+            run = settings.setdefault(folder, {}).setdefault(
+                task, {"task": task, "splits": ["test"], "subsets": []}
+            )
+            run["subsets"] = sorted({*run["subsets"], subset})
+            run["version"] = _versions(record)
+            run["encode_kwargs"] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for target, fields in files.items():
             make_dirs(target.parent)
             staged = Path(scratch) / target.name
             TaskResult.model_validate(fields).to_disk(staged)
             atomic_write_text(target, staged.read_text(encoding="utf-8"))
-    for folder, (name, revision, modalities) in metas.items():
-        meta = ModelMeta.create_empty(
-            {
-                "name": name,
-                "revision": revision,
-                "modalities": modalities,
-                "similarity_fn_name": ScoringFunction.COSINE,
-                "framework": ["PyTorch"],
-            }
+    for folder, known in metas.items():
+        record = known["record"]
+        meta = model_meta(
+            str(record["model"].get("spec") or ""),
+            str(record["model"].get("fingerprint") or ""),
+            record["model"].get("description"),
+            modalities=sorted(known["modalities"]),
         )
         text = json.dumps(meta.to_dict(), default=str, indent=4)
         atomic_write_text(folder / "model_meta.json", text)
+        lines = [json.dumps(run) for run in settings.get(folder, {}).values()]
+        atomic_write_text(folder / "run_settings.jsonl", "".join(f"{x}\n" for x in lines))
     return sorted(files)
+
+
+def register_models(out: str | Path) -> list[str]:
+    """Add the models of an export under ``out`` (their ``model_meta.json``) to mteb's model
+    registry, for this process; the names added. mteb's benchmark tables
+    (``BenchmarkResults.get_benchmark_result``, the leaderboard) keep only registered models,
+    so a ``bindkit/<spec>`` row appears once this ran; mteb's own models are left as mteb has
+    them. Drops mteb's cached registry views so a table built earlier in the process sees them."""
+    import importlib
+
+    from mteb.models.model_meta import ModelMeta
+
+    registry = importlib.import_module("mteb.models.model_implementations").MODEL_REGISTRY
+    added = []
+    for path in sorted(Path(out).glob("results/*/*/model_meta.json")):
+        try:
+            fields = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BindkitError(f"{path}: unreadable ({exc}); export the results again") from None
+        name = fields.get("name") if isinstance(fields, dict) else None
+        if not isinstance(name, str) or name in registry:
+            continue
+        fields = {k: v for k, v in fields.items() if k not in ("loader", "is_cross_encoder")}
+        try:
+            registry[name] = ModelMeta.model_validate(fields | {"loader": None})
+        except ValueError as exc:  # pydantic's ValidationError
+            problem = str(exc).splitlines()[0]
+            raise BindkitError(f"{path}: not mteb model metadata ({problem})") from None
+        added.append(name)
+    table = importlib.import_module("mteb.benchmarks._create_table")
+    for cached in ("_static_model_meta", "_meta_df_no_zs", "_meta_df_with_zs"):
+        clear = getattr(getattr(table, cached, None), "cache_clear", None)
+        if callable(clear):
+            clear()
+    return added
+
+
+def _versions(record: dict[str, Any]) -> dict[str, Any]:
+    """mteb's run_settings ``version`` block from the result's recorded library versions."""
+    libraries = record.get("libraries")
+    libraries = libraries if isinstance(libraries, dict) else {}
+    names = ("mteb", "torch", "sentence-transformers", "flash-attn", "transformers")
+    return {name: libraries.get(name) for name in names} | {
+        "bindkit": record.get("bindkit_version")
+    }
 
 
 def _date(created: Any) -> datetime.datetime | None:

@@ -29,10 +29,14 @@ Task types (mteb 2.26's names):
 The other benchmarks: mteb already ships SugarCrepe, Winoground and ARO (``Compositionality``),
 ROxford/RParis (``Any2AnyRetrieval``) and SICK-R (``STS``), so those stay mteb's own.
 
-Registration: mteb 2.x has no plug-in hook for tasks; ``mteb.get_task(name)`` reads the module
-mapping ``mteb.get_tasks._TASKS_REGISTRY``. :func:`register` adds task classes to it (and
-:func:`register_defaults` the SABER tasks on the built-in set), so ``mteb.get_task("SABERMCQ")``
-finds them; a task object can also be passed to ``mteb.evaluate`` directly.
+Registration: mteb 2.x has no plug-in hook for tasks (no entry point group; its CLI imports
+nothing of the user's); ``mteb.get_task(name)`` reads the module mapping
+``mteb.get_tasks._TASKS_REGISTRY`` and ``mteb.get_tasks()`` the tuple ``TASK_LIST`` beside it.
+:func:`register` adds task classes to both (and :func:`register_defaults` the SABER tasks on
+the built-in set), so ``mteb.get_task("SABERMCQ")`` and ``mteb.get_tasks(task_types=[...])``
+find them; a task object can also be passed to ``mteb.evaluate`` directly. From a shell,
+``bindkit mteb run ...`` (:mod:`bindkit.integrations.mteb_cli`) runs mteb's own CLI with them
+registered.
 """
 
 from __future__ import annotations
@@ -52,11 +56,11 @@ from mteb.abstasks.image.image_text_pair_classification import (
 )
 from mteb.abstasks.task_metadata import TaskMetadata as MtebTaskMetadata
 from mteb.models.abs_encoder import AbsEncoder
-from mteb.models.model_meta import ModelMeta, ScoringFunction
 from mteb.types import Licenses
 
 from bindkit.embed.protocol import Embedder, Role
 from bindkit.errors import BindkitError
+from bindkit.integrations.mteb_models import count_parameters, model_meta
 from bindkit.metrics.mcq import winner_shares
 from bindkit.saber.io import MCQ, Item, SaberSet, role_positions
 from bindkit.tasks.base import PAIRINGS, Dataset, TaskMetadata, get_task
@@ -72,16 +76,81 @@ def task_name(kind: str, pairing: str = "tt", data_name: str | None = None) -> s
     return f"{kind}{suffix}" + (f"-{data_name}" if data_name else "")
 
 
-def model_name(spec: str) -> str:
-    """mteb's name for a bindkit model: ``bindkit/<spec>`` (its revision: the fingerprint)."""
-    return f"bindkit/{spec}"
-
-
 def _license(value: str) -> str:
     if value == "this package":
         return "mit"  # bindkit's own licence
     lowered = value.lower()
     return lowered if lowered in typing.get_args(Licenses) else "not specified"
+
+
+# per bindkit task: mteb's domains, annotation kind and (per task kind) subtypes
+_DOMAINS = {
+    "saber": ["Constructed"],
+    "triplets": ["Constructed"],
+    "colorswap": ["Constructed"],
+    "bivlc": ["Encyclopaedic", "Constructed"],  # COCO captions and images, edited
+}
+_ANNOTATIONS = {
+    "saber": "algorithmic",
+    "triplets": "algorithmic",
+    "colorswap": "automatic-and-reviewed",
+    "bivlc": "LM-generated and reviewed",
+}
+
+
+def _subtypes(kind: str, pairing: str) -> list[str]:
+    if kind == "Compositionality" or kind == "VisionCentricQA":
+        return ["Caption Pairing"] if pairing in ("ti", "it") else []
+    if kind == "Any2AnyRetrieval" and pairing in ("ti", "it"):
+        return ["Image Text Retrieval"]
+    return []
+
+
+def dataset_path(source: str) -> str:
+    """mteb's ``dataset.path`` for bindkit data: the Hub id of ``hf:OWNER/NAME[:split]``, the
+    absolute path of a local file or folder, ``builtin:NAME`` for a set bindkit builds in
+    memory. bindkit's tasks load their data themselves, so mteb never passes it to
+    ``datasets.load_dataset``; with ``revision`` (the data's sha256) it identifies the data."""
+    if source.startswith("hf:"):
+        return source[3:].split(":")[0]
+    if source.startswith("builtin:"):
+        return source.split()[0]
+    return str(Path(source).resolve())
+
+
+def _reference(meta: TaskMetadata, source: str) -> str:
+    """A URL for mteb's ``reference``: the task's web page where its reference names one, else
+    the data's Hub page or its local folder (``file://``); the built-in set: bindkit's SABER
+    package."""
+    import re
+
+    found = re.search(r"(https?://)?((?:huggingface\.co|github\.com)/[^\s;,)]+)", meta.reference)
+    if found:
+        return "https://" + found.group(2)
+    if source.startswith("hf:"):
+        return f"https://huggingface.co/datasets/{dataset_path(source)}"
+    if source.startswith("builtin:"):
+        import bindkit.saber
+
+        return Path(bindkit.saber.__file__).parent.resolve().as_uri()
+    return Path(source).resolve().as_uri()
+
+
+def _data_date(source: str) -> str:
+    """The day the data was written (its file's modification date; the built-in set: that of
+    its vocabulary), mteb's ``date`` as a one-day range."""
+    import datetime
+
+    if source.startswith("builtin:"):
+        from bindkit.saber.vocab import builtin_vocabulary_dir
+
+        path = builtin_vocabulary_dir()
+    elif source.startswith("hf:"):
+        return datetime.date.today().isoformat()
+    else:
+        path = Path(source)
+    stamp = path.stat().st_mtime if path.exists() else datetime.datetime.now().timestamp()
+    return datetime.date.fromtimestamp(stamp).isoformat()
 
 
 def _metadata(
@@ -94,30 +163,33 @@ def _metadata(
     main_score: str,
     subsets: Sequence[str] = ("default",),
 ) -> MtebTaskMetadata:
-    """mteb's metadata from bindkit's: the revision is the data's sha256, the reference and the
-    source go into the description (mteb wants a URL there)."""
-    reference = meta.reference if meta.reference.startswith("http") else None
+    """mteb's metadata from bindkit's, every field mteb's ``is_filled`` checks set: the revision
+    is the data's sha256, ``dataset.path`` says where the data is (:func:`dataset_path`)."""
     prompt = {"query": meta.query_instruction} if meta.query_instruction else None
     langs: Any = (
         ["eng-Latn"] if tuple(subsets) == ("default",) else {s: ["eng-Latn"] for s in subsets}
     )
+    day = _data_date(dataset.source)
     return MtebTaskMetadata(
         name=name,
-        description=f"bindkit {meta.name} ({meta.description}); {meta.reference}; "
-        f"data {dataset.source}",
-        reference=reference,
-        dataset={"path": f"bindkit/{meta.name}/{dataset.name}", "revision": dataset.sha256},
+        description=f"bindkit {meta.name}: {meta.description} ({meta.reference})",
+        reference=_reference(meta, dataset.source),
+        dataset={"path": dataset_path(dataset.source), "revision": dataset.sha256},
         type=kind,
         category=CATEGORY[pairing],
         modalities=sorted(set(PAIRINGS[pairing])),
         eval_splits=[SPLIT],
         eval_langs=langs,
         main_score=main_score,
+        date=(day, day),
+        domains=_DOMAINS.get(meta.name, ["Constructed"]),
+        task_subtypes=_subtypes(kind, pairing),
         license=_license(meta.license),
-        annotations_creators="algorithmic",
+        annotations_creators=_ANNOTATIONS.get(meta.name, "algorithmic"),
+        dialect=[],
         sample_creation="created",
         prompt=prompt,
-        bibtex_citation="",
+        bibtex_citation="",  # mteb's rule: empty when there is no citation (SABER: unpublished)
     )
 
 
@@ -328,6 +400,21 @@ def winoground_scores(scores: Sequence[np.ndarray]) -> dict[str, float]:
     }
 
 
+def _load(task: Any, data: str | Path | None) -> Dataset:
+    """A bindkit task's data as ``bindkit eval --data`` reads it (a folder or file, a ``bindkit
+    export`` folder or ``hf:ID``; None: the built-in set), its source as the caller named it."""
+    import dataclasses
+
+    from bindkit.tasks.base import resolve_data
+
+    path = resolve_data(task.metadata, data) if data is not None else None
+    dataset: Dataset = task.load(path)
+    if path is not None and data is not None and path.resolve() != Path(data).resolve():
+        # an export, read through its rebuilt files
+        dataset = dataclasses.replace(dataset, source=str(data))
+    return dataset
+
+
 PAIR_TASKS = {"colorswap": "BindkitColorSwap", "bivlc": "BindkitBiVLC"}
 
 
@@ -337,7 +424,7 @@ def pair_task(task: str, data: str | Path, *, subset: str = "test") -> Any:
     if task not in PAIR_TASKS:
         raise BindkitError(f"mteb pair tasks: {task!r}; use one of {', '.join(PAIR_TASKS)}")
     bindkit_task = get_task(task)
-    dataset = bindkit_task.load(Path(data))
+    dataset = _load(bindkit_task, data)
     if subset not in dataset.subsets:
         raise BindkitError(
             f"mteb {task}: {dataset.source} has no split {subset!r} ({', '.join(dataset.subsets)})"
@@ -378,7 +465,7 @@ def saber_tasks(
     """SABER's MCQ and retrieval as mteb tasks, one of each per pairing, on a SABER directory
     (None: the built-in default set, text only)."""
     task = get_task("saber")
-    dataset = task.load(Path(data) if data is not None else None)
+    dataset = _load(task, data)
     data_name = None if data is None else dataset.name
     out = []
     for pairing in _pairings(pairings):
@@ -412,7 +499,7 @@ def saber_tasks(
 def triplet_task(data: str | Path) -> AbsTaskRetrieval:
     """A triplet JSONL file (bindkit's ``triplets`` task) as an mteb ``Reranking`` task."""
     task = get_task("triplets")
-    dataset = task.load(Path(data))
+    dataset = _load(task, data)
     meta = _metadata(
         task.metadata,
         dataset,
@@ -425,13 +512,19 @@ def triplet_task(data: str | Path) -> AbsTaskRetrieval:
 
 
 def register(tasks: Iterable[Any]) -> None:
-    """Make ``mteb.get_task(name)`` find these tasks (classes or objects)."""
+    """Make mteb find these tasks (classes or objects) by name (``mteb.get_task``,
+    ``get_tasks(tasks=[...])``) and among all tasks (``mteb.get_tasks()`` with filters, ``mteb
+    available-tasks``): mteb 2.x reads both from module globals of ``mteb.get_tasks``, its task
+    registry and its task list; a task of the same name is replaced."""
     import importlib
 
-    registry = importlib.import_module("mteb.get_tasks")._TASKS_REGISTRY
-    for task in tasks:
-        cls: Any = task if isinstance(task, type) else type(task)
-        registry[cls.metadata.name] = cls
+    module: Any = importlib.import_module("mteb.get_tasks")
+    classes: list[Any] = [task if isinstance(task, type) else type(task) for task in tasks]
+    names = {cls.metadata.name for cls in classes}
+    for cls in classes:
+        module._TASKS_REGISTRY[cls.metadata.name] = cls
+    kept = tuple(t for t in module.TASK_LIST if t.metadata.name not in names)
+    module.TASK_LIST = kept + tuple(classes)
 
 
 def register_defaults() -> list[str]:
@@ -451,15 +544,17 @@ class MtebEncoder(AbsEncoder):  # type: ignore[misc]
         self.model = embedder
         spec = str(getattr(embedder, "spec", None) or type(embedder).__name__)
         modalities = sorted(m for m in embedder.modalities if m in ("text", "image"))
-        self.mteb_model_meta = ModelMeta.create_empty(
-            {
-                "name": name or model_name(spec),
-                "revision": embedder.fingerprint,
-                "modalities": modalities,
-                "similarity_fn_name": ScoringFunction.COSINE,
-                "framework": ["PyTorch"],
-            }
+        describe = getattr(embedder, "describe", None)
+        meta = model_meta(
+            spec,
+            embedder.fingerprint,
+            describe() if callable(describe) else None,
+            modalities=modalities,
+            n_parameters=count_parameters(embedder),
         )
+        if name is not None:
+            meta = meta.model_copy(update={"name": name})
+        self.mteb_model_meta = meta
 
     def encode(
         self,

@@ -21,7 +21,8 @@ def slug(text: str, limit: int = 80) -> str:
 
 def data_key(name: str, source: str) -> str:
     """``<name>-<8 hex>``: the name for readers, a hash of the resolved source for identity."""
-    where = source if source.startswith("builtin:") else str(Path(source).resolve())
+    named = source.startswith(("builtin:", "hf:"))  # not a path: the same from any folder
+    where = source if named else str(Path(source).resolve())
     return f"{slug(name, 60)}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 

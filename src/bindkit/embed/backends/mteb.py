@@ -6,7 +6,9 @@ the model's prompts and instructions exactly as under ``mteb.evaluate``: every c
 task metadata (``+task=NAME``: an mteb task's, which picks task-specific prompts; otherwise a
 neutral retrieval task) with the bindkit instruction as the task prompt, and the role as mteb's
 prompt type (query / document). Weights come from the local Hugging Face cache (or
-``+cache_folder=DIR``); the fingerprint hashes mteb's name, revision, loader and loader kwargs.
+``+cache_folder=DIR``, a folder in the hub cache's layout); the fingerprint hashes mteb's name,
+revision, loader and loader kwargs, and results are named without ``+cache_folder``
+(:attr:`MtebEmbedder.result_name`), so a local path never names a result or a plot line.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ from bindkit.embed.protocol import Modality, Role
 from bindkit.errors import BindkitError
 
 _UNHASHED = {"device", "cache_folder"}  # where the model runs and lives, not what it computes
+
+
+def without_option(spec: str, key: str) -> str:
+    """``spec`` without its ``+key=VALUE`` part (the other parts as written)."""
+    head, *parts = spec.split("+")
+    kept = [p for p in parts if p.partition("=")[0].replace("-", "_") != key]
+    return "+".join([head, *kept])
 
 
 class MtebEmbedder(BaseEmbedder):
@@ -60,6 +69,8 @@ class MtebEmbedder(BaseEmbedder):
                 "the Hugging Face cache first or give +cache_folder=DIR"
             ) from None
         self.meta = self.model.mteb_model_meta
+        # results are named without where the weights live: +cache_folder is a local path
+        self.result_name = without_option(self.spec, "cache_folder")
         self.name = name
         self.task = task
         self.modalities = frozenset(m for m in self.meta.modalities if m in ("text", "image"))

@@ -1,0 +1,164 @@
+"""``bindkit mteb ...``: mteb's own command line with bindkit's tasks and models registered.
+
+mteb 2.x offers no hook for outside tasks: no entry point group, and its CLI (``mteb run``,
+``mteb available-tasks``) imports nothing of the user's, so ``mteb run -t SABERMCQ`` cannot
+find a bindkit task. :func:`main` therefore runs mteb's own parser and commands
+(``mteb.cli.build_cli``) in this process after registering (:func:`register`):
+
+- the SABER tasks on the built-in set (``SABERMCQ``, ``SABERRetrieval``), always;
+- per ``--saber DIR`` and pairing (``--pairings tt,ti``, default ``tt``) ``SABERMCQ-<name>`` /
+  ``SABERRetrieval-<name>`` (``SABERMCQT2I-<name>`` ... for image pairings);
+- per ``--triplets FILE`` ``BindkitTriplets-<name>``;
+- ``BindkitColorSwap`` / ``BindkitBiVLC`` for ``--colorswap DIR`` / ``--bivlc DIR`` (the Hub's
+  parquet files, the scored test split);
+- the model of ``-m bindkit/<spec>`` (any bindkit model spec, e.g. ``bindkit/st:default``):
+  loaded by bindkit, served to mteb through :class:`~bindkit.integrations.mteb_tasks.
+  MtebEncoder`, named ``bindkit/<spec>`` at its fingerprint, with the metadata of
+  :mod:`bindkit.integrations.mteb_models`. It runs where its spec says (``+device=cuda``);
+  mteb's ``--device`` does not move it. Any other ``-m`` is mteb's own model.
+
+Every other argument is mteb's, unchanged (``-t``, ``--output-folder``, ``--overwrite-strategy``
+...), and mteb writes its results (``OUTPUT/results/<model>/<revision>/<Task>.json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bindkit.errors import BindkitError
+
+PREFIX = "bindkit/"
+
+
+@dataclass
+class Extra:
+    """bindkit's own options on an mteb command line."""
+
+    saber: list[str] = field(default_factory=list)
+    pairings: list[str] = field(default_factory=lambda: ["tt"])
+    triplets: list[str] = field(default_factory=list)
+    colorswap: list[str] = field(default_factory=list)
+    bivlc: list[str] = field(default_factory=list)
+
+
+_OPTIONS = ("--saber", "--pairings", "--triplets", "--colorswap", "--bivlc")
+
+
+def split_args(tokens: Sequence[str]) -> tuple[Extra, list[str]]:
+    """bindkit's options (``--saber DIR``, ``--pairings a,b``, ``--triplets FILE``,
+    ``--colorswap DIR``, ``--bivlc DIR``, each also as ``--opt=value``; all but ``--pairings``
+    repeatable) and mteb's arguments, in order."""
+    extra, rest = Extra(), []
+    values: dict[str, list[str]] = {name: [] for name in _OPTIONS}
+    items = list(tokens)
+    i = 0
+    while i < len(items):
+        token = items[i]
+        name, eq, value = token.partition("=")
+        if name in _OPTIONS:
+            if not eq:
+                if i + 1 >= len(items) or items[i + 1].startswith("-"):
+                    raise BindkitError(f"bindkit mteb: {name} needs a value")
+                value = items[i + 1]
+                i += 1
+            values[name].append(value)
+        else:
+            rest.append(token)
+        i += 1
+    extra.saber = values["--saber"]
+    extra.triplets = values["--triplets"]
+    extra.colorswap = values["--colorswap"]
+    extra.bivlc = values["--bivlc"]
+    if values["--pairings"]:
+        extra.pairings = [p.strip() for v in values["--pairings"] for p in v.split(",") if p]
+    return extra, rest
+
+
+def model_argument(tokens: Sequence[str]) -> str | None:
+    """The value of mteb's ``-m`` / ``--model`` in ``tokens`` (the last one), or None."""
+    found = None
+    for i, token in enumerate(tokens):
+        name, eq, value = token.partition("=")
+        if name in ("-m", "--model"):
+            if eq:
+                found = value
+            elif i + 1 < len(tokens):
+                found = tokens[i + 1]
+        elif token.startswith("-m") and len(token) > 2 and not token.startswith("--"):
+            found = token[2:]
+    return found
+
+
+def register_tasks(extra: Extra) -> list[str]:
+    """Register the tasks of ``extra`` (and the built-in SABER tasks) with mteb; their names."""
+    from bindkit.integrations.mteb_tasks import pair_task, register, saber_tasks, triplet_task
+
+    tasks: list[Any] = list(saber_tasks())
+    for data in extra.saber:
+        tasks += saber_tasks(data, pairings=extra.pairings)
+    tasks += [triplet_task(data) for data in extra.triplets]
+    tasks += [pair_task("colorswap", data) for data in extra.colorswap]
+    tasks += [pair_task("bivlc", data) for data in extra.bivlc]
+    register(tasks)
+    return [t.metadata.name for t in tasks]
+
+
+def register_model(name: str) -> Any:
+    """For ``bindkit/<spec>``: load the model, register it in mteb's model registry under
+    ``name`` (so ``mteb.get_model(name)`` returns it) and return its ``ModelMeta``."""
+    import importlib
+
+    from bindkit.embed.registry import load_embedder
+    from bindkit.integrations.mteb_tasks import MtebEncoder
+
+    if not name.startswith(PREFIX) or len(name) == len(PREFIX):
+        raise BindkitError(f"bindkit mteb: {name!r} is not bindkit/<model spec>")
+    embedder = load_embedder(name[len(PREFIX) :])
+    encoder = MtebEncoder(embedder, name=name)
+
+    def load(model_name: str, revision: str | None = None, **kwargs: Any) -> MtebEncoder:
+        return encoder  # loaded above; mteb's device choice does not move a bindkit model
+
+    meta = encoder.mteb_model_meta.model_copy(update={"loader": load})
+    encoder.mteb_model_meta = meta
+    registry = importlib.import_module("mteb.models.model_implementations").MODEL_REGISTRY
+    registry[name] = meta
+    # mteb.get_model_meta reads the registry name it imported: the same dict object
+    return meta
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run mteb's CLI on ``argv`` (mteb's arguments plus bindkit's :class:`Extra` options) with
+    bindkit's tasks and the ``bindkit/<spec>`` model registered; the exit status."""
+    import logging
+
+    from mteb.cli.build_cli import build_cli
+    from rich.logging import RichHandler
+
+    extra, rest = split_args(argv)
+    register_tasks(extra)
+    model = model_argument(rest)
+    if model is not None and model.startswith(PREFIX):
+        register_model(model)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler()])
+    parser = build_cli()
+    parser.prog = "bindkit mteb"
+    args = parser.parse_args(rest)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        func(args)
+    except KeyError as exc:  # mteb's unknown task: "KeyError: 'X' not found. Did you mean ..."
+        message = str(exc.args[0]) if exc.args else ""
+        if "not found" not in message:
+            raise
+        raise BindkitError(
+            f"mteb: {message.removeprefix('KeyError: ')} (bindkit's tasks: SABERMCQ, "
+            "SABERRetrieval; --saber DIR adds SABERMCQ-<name> ..., --triplets FILE "
+            "BindkitTriplets-<name>; `bindkit mteb available-tasks` lists them)"
+        ) from None
+    return 0
