@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError
+from bindkit.recipes.panel import PanelEntry, as_table, known_keys, read_panel
 from bindkit.train.config import TrainConfig
 
 SAMPLERS = ("tpe", "nsga2", "grid", "random")
@@ -55,7 +56,6 @@ PATH_FIELDS = ("train", "val", "sts", "preserve")
 OWN_FIELDS = ("out", "overwrite")
 _TOP = ("study", "train", "search", "panel", "objectives")
 _STUDY = ("name", "sampler", "trials", "seed", "lines_alphas")
-_PANEL = ("name", "task", "data", "score", "pairing", "subset")
 _PARAM = {
     "float": ("type", "low", "high", "step"),
     "log-float": ("type", "low", "high"),
@@ -83,18 +83,6 @@ class Param:
                 "values)"
             )
         return list(self.choices)
-
-
-@dataclass(frozen=True)
-class PanelEntry:
-    """One panel score: ``bindkit.evaluate(task=task, data=data)`` → ``scores[score]``."""
-
-    name: str
-    task: str
-    score: str
-    data: str | None = None
-    pairing: str | None = None
-    subset: str | None = None
 
 
 @dataclass(frozen=True)
@@ -191,21 +179,11 @@ def check_count(name: str, value: Any, high: int) -> None:
 
 
 def _table(path: Path, key: str, value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise BindkitError(f"{path}: [{key}] must be a table")
-    return value
+    return as_table(str(path), key, value)
 
 
 def _known(path: Path, prefix: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    import difflib
-
-    for key in table:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
-            raise BindkitError(
-                f"{path}: unknown key {prefix}{key}{hint}; valid: {', '.join(allowed)}"
-            )
+    known_keys(str(path), prefix, table, allowed)
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
@@ -313,44 +291,7 @@ def _search(
 
 
 def _panel(path: Path, base: Path, entries: Any) -> tuple[PanelEntry, ...]:
-    if not isinstance(entries, list) or not entries:
-        raise BindkitError(f"{path}: [[panel]]: give at least one panel entry (task, data, score)")
-    panel = []
-    for index, entry in enumerate(entries):
-        key = f"panel[{index}]"
-        entry = _table(path, key, entry)
-        _known(path, f"{key}.", entry, _PANEL)
-        for required in ("name", "task", "score"):
-            if not isinstance(entry.get(required), str) or not entry[required]:
-                raise BindkitError(f"{path}: {key}.{required}: missing; give a string")
-        for optional in ("data", "pairing", "subset"):
-            if optional in entry and not isinstance(entry[optional], str):
-                raise BindkitError(f"{path}: {key}.{optional}: give a string")
-        data = entry.get("data")
-        if data is not None and not Path(data).is_absolute() and (base / data).exists():
-            data = str(base / data)
-        panel.append(
-            PanelEntry(
-                name=entry["name"],
-                task=entry["task"],
-                score=entry["score"],
-                data=data,
-                pairing=entry.get("pairing"),
-                subset=entry.get("subset"),
-            )
-        )
-    names = [p.name for p in panel]
-    duplicate = next((n for n in names if names.count(n) > 1), None)
-    if duplicate:
-        raise BindkitError(f"{path}: panel name {duplicate!r} is used twice")
-    from bindkit.tasks.base import get_task
-
-    for index, entry in enumerate(panel):
-        try:
-            get_task(entry.task)
-        except BindkitError as exc:
-            raise BindkitError(f"{path}: panel[{index}].task: {exc}") from None
-    return tuple(panel)
+    return read_panel(str(path), base, entries)
 
 
 def _objectives(

@@ -38,11 +38,11 @@ from typing import Any
 from bindkit._io import canonical_json, sha256_bytes, sha256_file
 from bindkit._lock import process_alive
 from bindkit.errors import BindkitError
+from bindkit.recipes.panel import score_panel
 from bindkit.sweep.config import (
     MAX_SEED,
     MAX_TRIALS,
     PATH_FIELDS,
-    PanelEntry,
     Param,
     SweepConfig,
     check_count,
@@ -239,44 +239,6 @@ def reclaim_dead_trials(study: Any, storage: Any) -> list[int]:
 
 def spec_with_adapter(model: str, adapter: Path | None) -> str:
     return model if adapter is None else f"{model}+adapter={adapter}"
-
-
-def score_panel(model: str, panel: tuple[PanelEntry, ...], results: Path) -> dict[str, float]:
-    """Each panel entry's score for ``model`` (through :func:`bindkit.evaluate`, resumable).
-
-    An evaluation error names the panel entry first: its message names ``evaluate``'s options
-    (``--data``, ``--pairings``), which the sweep file spells ``panel[i].data``, ``.pairing``.
-    """
-    from bindkit.evaluation import evaluate
-
-    scores: dict[str, float] = {}
-    for index, entry in enumerate(panel):
-        try:
-            records = evaluate(
-                [model],
-                task=entry.task,
-                data=entry.data,
-                pairings=entry.pairing,
-                subsets=entry.subset,
-                out=results,
-                report=False,
-                verbose=False,
-            )
-        except BindkitError as exc:
-            raise BindkitError(f"panel[{index}] ({entry.name}): {exc}") from None
-        values = []
-        for record in records:
-            if entry.score not in record["scores"]:
-                known = ", ".join(k for k, v in record["scores"].items() if not isinstance(v, dict))
-                raise BindkitError(
-                    f"panel {entry.name}: task {entry.task} has no score {entry.score!r} "
-                    f"(it gives {known})"
-                )
-            values.append(float(record["scores"][entry.score]))
-        if not values:
-            raise BindkitError(f"panel {entry.name}: evaluated nothing; check its subset/pairing")
-        scores[entry.name] = sum(values) / len(values)
-    return scores
 
 
 def objective_values(config: SweepConfig, scores: dict[str, float]) -> dict[str, float]:
