@@ -512,6 +512,15 @@ def test_the_word_lists_keep_the_rows_the_demo_trained_on() -> None:
         return hashlib.sha256(json.dumps(value).encode()).hexdigest()
 
     rows = everyday_triplets(60, 0, omit=True, replace=True, bare=True, replace_object=True)
+    kinds = Counter(row.pop("row_kind") for row in rows)  # added since: the texts are kept
+    assert set(kinds) == {
+        "everyday",
+        "everyday_back",
+        "everyday_omission",
+        "everyday_replacement",
+        "everyday_bare",
+        "everyday_noun",
+    }
     assert digest(rows) == "0c9b5eaea0fffe04fec0d05a10ed370f342e624fb619f368c27432662c7e6cc6"
     assert digest(generic_sentences(60, 0)) == (
         "ffc591201311507d19be58a513bae60dba95093188d119103ce78db261fc8d19"

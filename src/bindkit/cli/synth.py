@@ -233,6 +233,7 @@ def _validate(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from bindkit.errors import BindkitError
+    from bindkit.synth.rowkinds import ROW_KINDS
     from bindkit.synth.validate import (
         DATASET_RULES,
         RULES,
@@ -273,7 +274,7 @@ def _validate(args: argparse.Namespace) -> int:
             "lexicon: their slot is unverifiable",
             file=sys.stderr,
         )
-    described = {**TRIPLET_RULES, **RULES, **DATASET_RULES, **SPLIT_SET_RULES}
+    described = {**ROW_KINDS, **TRIPLET_RULES, **RULES, **DATASET_RULES, **SPLIT_SET_RULES}
     for rule, n in count_rules(r for _, _, r in failures).most_common():
         print(f"  {rule:<18} {n:>7}  {described.get(rule, '')}", file=sys.stderr)
     return 1 if failures else 0

@@ -1,10 +1,11 @@
 """Caption rewordings and the triplets built from them, for training binding.
 
 Each maker turns synth examples into rows of the triplet-file format (query, positive,
-negative, type, negative_kind): the same bindings in other words as the positive, the
-caption's own swap or a contradicted relation as the negative. They are the row kinds that
-:mod:`bindkit.synth.mixes` shuffles together into a training set; the word order of the
-positives differs from the query's, so word overlap alone tells nothing.
+negative, type, negative_kind, row_kind: :mod:`bindkit.synth.rowkinds` checks each kind): the
+same bindings in other words as the positive, the caption's own swap or a contradicted relation
+as the negative. They are the row kinds that :mod:`bindkit.synth.mixes` shuffles together into a
+training set; the word order of the positives differs from the query's, so word overlap alone
+tells nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import random
 import re
 from typing import Any
 
+# the relation tables are the relation, negation and synonym row kinds' own (rowkinds checks the
+# rows against them); importable from here as before
+from bindkit.synth.rowkinds import NEGATIONS, RELATION_CONTRASTS, RELATION_SYNONYMS
 from bindkit.synth.text import indefinite_article, render_query
 
 
@@ -148,24 +152,8 @@ def restatement_triplets(examples: list[Any]) -> list[dict[str, Any]]:
         positive = restatement(example)
         if positive is None:
             continue
-        rows += [_swap_row(example, kind, positive) for kind in SWAP_KINDS]
+        rows += [_swap_row(example, kind, positive, "restatement") for kind in SWAP_KINDS]
     return rows
-
-
-# A relation of the template captions and one that contradicts it (prepositions between objects
-# and the locative verbs of synth.backends.template), for relation_triplets' negatives.
-RELATION_CONTRASTS = {
-    "near": "far from",
-    "beside": "far from",
-    "next to": "far from",
-    "behind": "in front of",
-    "opposite": "on top of",
-    "under": "on top of",
-    "sat": "fell",
-    "stood": "toppled",
-    "rested": "rolled",
-    "lay": "hung",
-}
 
 
 def filler_free(example: Any) -> str | None:
@@ -190,43 +178,6 @@ def filler_free(example: Any) -> str | None:
     stripped = re.sub(pattern, "", example.positive)
     stripped = re.sub(r" +([.,])", r"\1", stripped).strip()
     return None if stripped == example.positive else stripped
-
-
-# The template captions' verbs (locative verbs and the copulas of predicative captions) negated.
-NEGATIONS = {
-    "sat": "did not sit",
-    "stood": "did not stand",
-    "rested": "did not rest",
-    "remained": "did not remain",
-    "lay": "did not lie",
-    "waited": "did not wait",
-    "stayed": "did not stay",
-    "was": "was not",
-    "were": "were not",
-    "looked": "did not look",
-    "seemed": "did not seem",
-    "appeared": "did not appear",
-    "had become": "had not become",
-    "had turned": "had not turned",
-}
-
-
-# Words of the template captions' relations and others that mean (nearly) the same, for
-# synonym_triplets' positives: a rewording that keeps every relation.
-RELATION_SYNONYMS = {
-    "near": ("close to", "by", "beside"),
-    "beside": ("next to", "alongside", "near"),
-    "next to": ("beside", "alongside"),
-    "behind": ("in back of", "at the back of"),
-    "opposite": ("across from", "facing"),
-    "under": ("beneath", "below"),
-    "sat": ("rested", "was placed"),
-    "stood": ("was standing", "was placed"),
-    "rested": ("sat", "was lying"),
-    "remained": ("stayed", "was still"),
-    "lay": ("rested", "was lying"),
-    "waited": ("sat", "was left"),
-}
 
 
 def synonymous(text: str, rng: random.Random) -> str:
@@ -260,7 +211,7 @@ def synonym_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]
         positive = synonymous(kept, rng)
         if positive == kept:  # no relation word to reword
             continue
-        rows += [_swap_row(example, kind, positive) for kind in SWAP_KINDS]
+        rows += [_swap_row(example, kind, positive, "synonym") for kind in SWAP_KINDS]
     return rows
 
 
@@ -324,6 +275,7 @@ def relation_triplets(
                 "negative": negative,
                 "type": example.type,
                 "negative_kind": kind,
+                "row_kind": f"{kind}_listed" if listed else kind,
             }
         )
     return rows
@@ -332,15 +284,17 @@ def relation_triplets(
 def predication_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, Any]]:
     """As :func:`paraphrase_triplets`, the positive stating each object's attributes of it
     (:func:`predication`) instead of listing the pairs."""
-    return _reworded_triplets(examples, predication, random.Random(f"{seed}/predication-triplets"))
+    return _reworded_triplets(
+        examples, predication, random.Random(f"{seed}/predication-triplets"), "predication"
+    )
 
 
 def _reworded_triplets(
-    examples: list[Any], reword: Any, rng: random.Random
+    examples: list[Any], reword: Any, rng: random.Random, row_kind: str
 ) -> list[dict[str, Any]]:
     """Per example and swap kind: its caption → ``reword(example, rng)`` vs its own swap."""
     return [
-        _swap_row(example, kind, reword(example, rng))
+        _swap_row(example, kind, reword(example, rng), row_kind)
         for example in examples
         for kind in SWAP_KINDS
     ]
@@ -349,14 +303,16 @@ def _reworded_triplets(
 SWAP_KINDS = ("attribute", "object")
 
 
-def _swap_row(example: Any, kind: str, positive: str) -> dict[str, Any]:
-    """A caption-to-caption triplet: the example's caption → ``positive`` vs its ``kind`` swap."""
+def _swap_row(example: Any, kind: str, positive: str, row_kind: str) -> dict[str, Any]:
+    """A caption-to-caption triplet of ``row_kind`` (:data:`bindkit.synth.rowkinds.ROW_KINDS`):
+    the example's caption → ``positive`` vs its ``kind`` swap."""
     return {
         "query": example.positive,
         "positive": positive,
         "negative": example.negatives[kind],
         "type": example.type,
         "negative_kind": kind,
+        "row_kind": row_kind,
     }
 
 
@@ -379,4 +335,6 @@ def paraphrase_triplets(examples: list[Any], seed: int = 0) -> list[dict[str, An
         >>> row["positive"], row["negative"]
         ('A blue kite and a red cube, in a barn.', 'A blue cube sat by a red kite in a barn.')
     """
-    return _reworded_triplets(examples, paraphrase, random.Random(f"{seed}/paraphrase-triplets"))
+    return _reworded_triplets(
+        examples, paraphrase, random.Random(f"{seed}/paraphrase-triplets"), "paraphrase"
+    )

@@ -328,17 +328,18 @@ def everyday_triplets(
         seen.setdefault(caption, (para, swap))
     rows = []
     for caption, (para, swap) in seen.items():
-        triples = [(caption, para, swap), (para, caption, swap)]
+        triples = [("everyday", caption, para, swap), ("everyday_back", para, caption, swap)]
         if omit:
-            triples.append((caption, without_attribute(caption, swap, drops.randrange(2)), swap))
+            dropped = without_attribute(caption, swap, drops.randrange(2))
+            triples.append(("everyday_omission", caption, dropped, swap))
         if replace:
             changed = with_attribute_replaced(caption, swap, changes.randrange(2), changes)
-            triples.append((caption, para, changed))
+            triples.append(("everyday_replacement", caption, para, changed))
         if bare:
-            triples.append((caption, without_attributes(caption, swap), swap))
+            triples.append(("everyday_bare", caption, without_attributes(caption, swap), swap))
         if replace_object:
-            triples.append((caption, para, with_object_replaced(caption, nouns)))
-        for query, positive, negative in triples:
+            triples.append(("everyday_noun", caption, para, with_object_replaced(caption, nouns)))
+        for row_kind, query, positive, negative in triples:
             rows.append(
                 {
                     "query": query,
@@ -346,6 +347,7 @@ def everyday_triplets(
                     "negative": negative,
                     "type": "everyday",
                     "negative_kind": "everyday",
+                    "row_kind": row_kind,
                 }
             )
     return rows

@@ -21,6 +21,16 @@ from bindkit.errors import DataFormatError
 from bindkit.synth.constructions import CONSTRUCTIONS
 from bindkit.synth.controls import bands, controls, length_ok, read_lines, windows
 from bindkit.synth.example import Example
+from bindkit.synth.rowkinds import (
+    EVERYDAY_KINDS,
+    ROW_KIND,
+    ROW_KINDS,
+    SWAP,
+    kind_of,
+    kind_problem,
+    linking_words,
+    negative_kinds,
+)
 from bindkit.synth.text import WORD, bag, indefinite_article, words
 
 RULES: dict[str, str] = {
@@ -72,14 +82,16 @@ DATASET_RULES: dict[str, str] = {
     "first (within 2 % of them, at least one example)",
 }
 TRIPLET_RULES: dict[str, str] = {
-    "schema": "a triplet row has query, positive, negative (strings), a known type and "
-    "negative_kind attribute|object",
-    "permutation": "the negative is a word-level permutation of the positive (a = an)",
-    "negative_distinct": "the negative differs from the positive",
+    "schema": "a triplet row has query, positive, negative (strings), a known row_kind (none: "
+    "swap), a type and negative_kind its kind takes (a construction and attribute|object; "
+    "relation and negation rows relation|negation; everyday rows everyday)",
+    "permutation": "swap rows: the negative is a word-level permutation of the positive (a = an)",
+    "negative_distinct": "swap rows: the negative differs from the positive",
     "heldout_in_split": "no held-out (deferred_bind) type in a train, val or test split, read "
-    "from the text ('respectively', 'the former/latter', 'the first ... the second') as well as "
-    "from 'type'",
+    "from the text of the query and positive ('respectively', 'the former/latter', 'the first "
+    "... the second') as well as from 'type'",
 }
+# every other row kind's rule is named after the kind (bindkit.synth.rowkinds.ROW_KINDS)
 SPLIT_SET_RULES: dict[str, str] = {
     "split_leak": "no positive or negative text, and no id, appears in two of a split set's "
     "train, val, test and held-out files",
@@ -87,12 +99,6 @@ SPLIT_SET_RULES: dict[str, str] = {
 _REFERENT = {"former": 0, "first": 0, "latter": 1, "second": 1}
 _ARTICLES = ("a", "an")
 _BARE = {"it", "they", "them", "its", "their"}
-
-
-@cache
-def linking_words() -> frozenset[str]:
-    """Copulas, change-of-state verbs and relative pronouns (``data/linking_words.txt``)."""
-    return frozenset(w for line in read_lines("linking_words.txt") for w in line.split())
 
 
 @cache
@@ -578,28 +584,41 @@ def _check_lines(
 
 def validate_triplet(obj: object, split: str | None) -> list[Rejection]:
     """Every rule violation of one triplet row (``{"query", "positive", "negative", "type",
-    "negative_kind"}``; other keys are allowed)."""
+    "negative_kind"}`` and optionally ``row_kind``; other keys are allowed): the schema, held-out
+    membership, then the rule of its row kind (:data:`bindkit.synth.rowkinds.ROW_KINDS`; a row
+    without ``row_kind`` is a swap row, as ``bindkit synth split`` writes them)."""
     if not isinstance(obj, dict):
         return [Rejection("schema", "a triplet must be a JSON object")]
     for key in ("query", "positive", "negative", "type", "negative_kind"):
         if not isinstance(obj.get(key), str):
             return [Rejection("schema", f"field {key!r} must be a string")]
-    if obj["type"] not in CONSTRUCTIONS:
-        return [Rejection("schema", f"unknown type {obj['type']!r}")]
-    if obj["negative_kind"] not in ("attribute", "object"):
-        return [Rejection("schema", "negative_kind must be 'attribute' or 'object'")]
+    kind = kind_of(obj)
+    if kind not in ROW_KINDS:
+        message = f"unknown {ROW_KIND} {kind!r}; use one of {', '.join(ROW_KINDS)}"
+        return [Rejection("schema", message)]
+    everyday = kind in EVERYDAY_KINDS
+    if everyday != (obj["type"] == "everyday") or not (everyday or obj["type"] in CONSTRUCTIONS):
+        wanted = "everyday" if everyday else "a construction"
+        return [Rejection("schema", f"type {obj['type']!r}: a {kind} row's type is {wanted}")]
+    if obj["negative_kind"] not in negative_kinds(kind):
+        wanted = " or ".join(repr(k) for k in negative_kinds(kind))
+        return [Rejection("schema", f"negative_kind must be {wanted} in a {kind} row")]
     if split in ("train", "val", "test"):
         if obj["type"] in controls()["splits"]["heldout"]:
             message = f"{obj['type']} is held out of the {split} split"
             return [Rejection("heldout_in_split", message)]
-        if reads_deferred(obj["positive"]):
-            return [
-                Rejection(
-                    "heldout_in_split",
-                    f"the positive reads as a held-out deferred_bind caption (type {obj['type']!r}"
-                    f" declared) in the {split} split",
-                )
-            ]
+        for field in ("positive", "query"):
+            if reads_deferred(obj[field]):
+                return [
+                    Rejection(
+                        "heldout_in_split",
+                        f"the {field} reads as a held-out deferred_bind caption (type "
+                        f"{obj['type']!r} declared) in the {split} split",
+                    )
+                ]
+    if kind != SWAP:
+        problem = kind_problem(kind, obj["query"], obj["positive"], obj["negative"])
+        return [Rejection(kind, problem)] if problem else []
     if bag(obj["negative"]) != bag(obj["positive"]):
         return [Rejection("permutation", "the negative is not a permutation of the positive")]
     if words(obj["negative"]) == words(obj["positive"]):
