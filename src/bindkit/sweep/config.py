@@ -28,6 +28,23 @@ naming the key::
 
     [objectives]              # all maximised: a panel name, or a list (their mean)
     binding = ["saber_tt"]
+
+Or the sweep searches recipes (:mod:`bindkit.recipes`): a ``[recipe]`` table instead of
+``[train]`` names the recipe (``file``, relative to this file, or a packaged ``name``) and its
+fixed changes (``[recipe.set]``, recipe keys), and each ``[search."KEY"]`` is a recipe key
+(``"train.lr"``, ``"data.mix"``, ``"lines.alpha"``, …). A trial is
+``recipe.replace(**set, **params)`` run by :func:`bindkit.recipes.run.run_recipe`; its folder
+is named by the digest of the whole trial recipe, fixed values included::
+
+    [recipe]
+    name = "binding-v1"
+    [recipe.set]
+    "data.examples" = 2000
+    "train.max_steps" = 50
+
+    [search."data.mix"]
+    type = "categorical"
+    choices = ["fullpara", "fullpararelnegLEOR"]
 """
 
 from __future__ import annotations
@@ -42,6 +59,7 @@ from typing import Any
 
 from bindkit.errors import BindkitError
 from bindkit.recipes.panel import PanelEntry, as_table, known_keys, read_panel
+from bindkit.recipes.recipe import Recipe
 from bindkit.train.config import TrainConfig
 
 SAMPLERS = ("tpe", "nsga2", "grid", "random")
@@ -54,7 +72,8 @@ KINDS = ("float", "log-float", "int", "categorical")
 PATH_FIELDS = ("train", "val", "sts", "preserve")
 # Fields the sweep sets itself: each trial has its own output folder.
 OWN_FIELDS = ("out", "overwrite")
-_TOP = ("study", "train", "search", "panel", "objectives")
+_TOP = ("study", "train", "recipe", "search", "panel", "objectives")
+_RECIPE = ("file", "name", "set")
 _STUDY = ("name", "sampler", "trials", "seed", "lines_alphas")
 _PARAM = {
     "float": ("type", "low", "high", "step"),
@@ -99,6 +118,12 @@ class SweepConfig:
     search: tuple[Param, ...]
     panel: tuple[PanelEntry, ...]
     objectives: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    recipe: Recipe | None = None  # a recipe sweep: fixed holds its [recipe.set] changes
+
+    def trial_recipe(self, params: dict[str, Any]) -> Recipe:
+        """The trial's recipe: the recipe, its fixed changes, then the trial's parameters."""
+        assert self.recipe is not None
+        return self.recipe.replace(**{**self.fixed, **params})
 
     def train_config(self, params: dict[str, Any], out: Path, progress: bool) -> TrainConfig:
         """The trial's ``TrainConfig``: fixed values, then the trial's parameters."""
@@ -145,8 +170,17 @@ def load_config(path: str | Path) -> SweepConfig:
             f"{path}: study.lines_alphas {alphas!r}: give a list of at most {MAX_ALPHAS} distinct "
             "LiNeS alphas in [0, 1) (alpha 1, the raw adapter, is always scored)"
         )
-    fixed = _fixed(path, base, _table(path, "train", data.get("train", {})))
-    search = _search(path, base, _table(path, "search", data.get("search", {})), fixed)
+    recipe: Recipe | None = None
+    fixed: dict[str, Any] = {}
+    if "recipe" in data:
+        if "train" in data:
+            raise BindkitError(f"{path}: [recipe] and [train]: give one (a recipe sets training)")
+        recipe, fixed = _recipe(path, base, _table(path, "recipe", data["recipe"]))
+    else:
+        fixed = _fixed(path, base, _table(path, "train", data.get("train", {})))
+    search = _search(
+        path, base, _table(path, "search", data.get("search", {})), fixed, recipe is not None
+    )
     if sampler == "grid":
         for param in search:
             param.grid()
@@ -163,6 +197,7 @@ def load_config(path: str | Path) -> SweepConfig:
         search=search,
         panel=panel,
         objectives=objectives,
+        recipe=recipe,
     )
     _check_first_point(config)
     return config
@@ -242,12 +277,41 @@ def _number(path: Path, key: str, value: Any) -> float:
     return float(value)
 
 
+def _recipe(path: Path, base: Path, table: dict[str, Any]) -> tuple[Recipe, dict[str, Any]]:
+    from bindkit.recipes.recipe import packaged_recipe
+
+    _known(path, "recipe.", table, _RECIPE)
+    if ("file" in table) == ("name" in table):
+        raise BindkitError(f"{path}: [recipe]: give file (a recipe TOML) or name (a packaged one)")
+    if "file" in table:
+        file = Path(str(table["file"]))
+        recipe = Recipe.from_toml(file if file.is_absolute() else base / file)
+    else:
+        recipe = packaged_recipe(str(table["name"]))
+    fixed = dict(_table(path, "recipe.set", table.get("set", {})))
+    try:
+        recipe.replace(**fixed)
+    except BindkitError as exc:
+        raise BindkitError(f"{path}: [recipe.set]: {exc}") from None
+    return recipe, fixed
+
+
 def _search(
-    path: Path, base: Path, table: dict[str, Any], fixed: dict[str, Any]
+    path: Path, base: Path, table: dict[str, Any], fixed: dict[str, Any], recipe: bool = False
 ) -> tuple[Param, ...]:
     params = []
     for name, spec in table.items():
         key = f"search.{name}"
+        if recipe:  # a recipe key; its values are checked by building the corners' recipes
+            if name in fixed:
+                raise BindkitError(f"{path}: {key}: also fixed in [recipe.set]; keep one")
+            spec = _table(path, key, spec)
+            kind = spec.get("type")
+            if kind not in KINDS:
+                raise BindkitError(f"{path}: {key}.type {kind!r}: use {', '.join(KINDS)}")
+            _known(path, f"{key}.", spec, _PARAM[kind])
+            params.append(_distribution(path, key, name, kind, spec))
+            continue
         _check_name(path, key, name)
         if name in fixed:
             raise BindkitError(f"{path}: {key}: also fixed in [train]; keep one")
@@ -290,6 +354,29 @@ def _search(
     return tuple(params)
 
 
+def _distribution(path: Path, key: str, name: str, kind: str, spec: dict[str, Any]) -> Param:
+    """A recipe key's distribution (its values are checked when the corners are built)."""
+    if kind == "categorical":
+        choices = spec.get("choices")
+        if not isinstance(choices, list) or not choices:
+            raise BindkitError(f"{path}: {key}.choices: give a non-empty list of values")
+        return Param(name, kind, choices=tuple(choices))
+    for bound in ("low", "high"):
+        if bound not in spec:
+            raise BindkitError(f"{path}: {key}.{bound}: missing")
+    low, high = (_number(path, f"{key}.{b}", spec[b]) for b in ("low", "high"))
+    if not low < high:
+        raise BindkitError(f"{path}: {key}: low {low} must be below high {high}")
+    if kind == "log-float" and low <= 0:
+        raise BindkitError(f"{path}: {key}.low {low}: a log-float needs low > 0")
+    step = _number(path, f"{key}.step", spec["step"]) if "step" in spec else None
+    if step is not None and step <= 0:
+        raise BindkitError(f"{path}: {key}.step {step}: must be positive")
+    if kind == "int" and any(v != int(v) for v in (low, high, step or 1)):
+        raise BindkitError(f"{path}: {key}: an int distribution needs whole low/high/step")
+    return Param(name, kind, low, high, step)
+
+
 def _panel(path: Path, base: Path, entries: Any) -> tuple[PanelEntry, ...]:
     return read_panel(str(path), base, entries)
 
@@ -328,6 +415,9 @@ def _check_first_point(config: SweepConfig) -> None:
     each categorical choice) so the trainer's own checks run on them before any trial: a range
     whose far end the trainer refuses fails now, not in the middle of the study."""
     params = {p.name: _end(p, 0) for p in config.search}
+    if config.recipe is not None:
+        _check_recipe_corners(config, params)
+        return
     if "model" not in config.fixed and "model" not in params:
         raise BindkitError(f"{config.path}: [train] model: missing; give the model spec to train")
     if "train" not in config.fixed and "train" not in params:
@@ -340,6 +430,17 @@ def _check_first_point(config: SweepConfig) -> None:
             config.train_config(corner, config.path.parent / "unused", progress=False)
         except BindkitError as exc:
             raise BindkitError(f"{config.path}: [train]/[search]: {exc}") from None
+
+
+def _check_recipe_corners(config: SweepConfig, low: dict[str, Any]) -> None:
+    corners = [low, {p.name: _end(p, -1) for p in config.search}]
+    for param in config.search:
+        corners += [{**low, param.name: choice} for choice in param.choices[1:-1]]
+    for corner in corners:
+        try:
+            config.trial_recipe(corner)
+        except BindkitError as exc:
+            raise BindkitError(f"{config.path}: [recipe]/[search]: {exc}") from None
 
 
 def _end(param: Param, end: int) -> Any:
