@@ -157,3 +157,14 @@ def test_a_recipe_study_runs_end_to_end_and_reuses_on_rerun(tmp_path: Path) -> N
     stamp = train.stat().st_mtime_ns
     run_sweep(path, tmp_path / "sw", n_trials=1, progress=False)  # the grid is done
     assert train.stat().st_mtime_ns == stamp
+
+
+def test_the_shipped_recipe_sweep_example_parses() -> None:
+    config = load_config(Path(__file__).resolve().parents[1] / "examples" / "sweep-recipe.toml")
+    assert config.recipe is not None and config.recipe.name == "binding-v1"
+    trial = config.trial_recipe({"data.mix": "fullpararelnegLEORB", "lines.alpha": 0.8})
+    assert (trial.data.examples, trial.data.mix, trial.lines_alpha) == (
+        4000,
+        "fullpararelnegLEORB",
+        0.8,
+    )
