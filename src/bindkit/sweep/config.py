@@ -242,19 +242,12 @@ def _check_name(path: Path, key: str, name: str) -> None:
 
 
 def _check_field(path: Path, key: str, name: str, value: Any) -> None:
+    from bindkit.recipes.recipe import train_field_error
+
     _check_name(path, key, name)
-    wanted = _field_type(name)
-    ok = (
-        isinstance(value, bool)
-        if wanted is bool
-        else isinstance(value, int | float) and not isinstance(value, bool)
-        if wanted is float
-        else type(value) is int
-        if wanted is int
-        else isinstance(value, wanted)
-    )
-    if not ok:
-        raise BindkitError(f"{path}: {key} {value!r}: {name} takes a {wanted.__name__}")
+    problem = train_field_error(name, value)
+    if problem:
+        raise BindkitError(f"{path}: {key} {value!r}: {problem}")
 
 
 def _resolve(base: Path, name: str, value: Any) -> Any:
@@ -302,60 +295,33 @@ def _search(
     params = []
     for name, spec in table.items():
         key = f"search.{name}"
-        if recipe:  # a recipe key; its values are checked by building the corners' recipes
-            if name in fixed:
-                raise BindkitError(f"{path}: {key}: also fixed in [recipe.set]; keep one")
-            spec = _table(path, key, spec)
-            kind = spec.get("type")
-            if kind not in KINDS:
-                raise BindkitError(f"{path}: {key}.type {kind!r}: use {', '.join(KINDS)}")
-            _known(path, f"{key}.", spec, _PARAM[kind])
-            params.append(_distribution(path, key, name, kind, spec))
-            continue
-        _check_name(path, key, name)
+        if not recipe:  # a TrainConfig field (a recipe key is checked by the corners' recipes)
+            _check_name(path, key, name)
         if name in fixed:
-            raise BindkitError(f"{path}: {key}: also fixed in [train]; keep one")
+            where = "[recipe.set]" if recipe else "[train]"
+            raise BindkitError(f"{path}: {key}: also fixed in {where}; keep one")
         spec = _table(path, key, spec)
         kind = spec.get("type")
         if kind not in KINDS:
             raise BindkitError(f"{path}: {key}.type {kind!r}: use {', '.join(KINDS)}")
         _known(path, f"{key}.", spec, _PARAM[kind])
-        if kind == "categorical":
-            choices = spec.get("choices")
-            if not isinstance(choices, list) or not choices:
-                raise BindkitError(f"{path}: {key}.choices: give a non-empty list of values")
-            for value in choices:
+        if not recipe and kind == "categorical" and isinstance(spec.get("choices"), list):
+            for value in spec["choices"]:
                 _check_field(path, f"{key}.choices", name, value)
-            resolved = tuple(_resolve(base, name, v) for v in choices)
-            params.append(Param(name, kind, choices=resolved))
-            continue
-        if _field_type(name) not in (int, float) or (kind == "int") != (_field_type(name) is int):
+            spec = {**spec, "choices": [_resolve(base, name, v) for v in spec["choices"]]}
+        elif not recipe and (
+            _field_type(name) not in (int, float) or (kind == "int") != (_field_type(name) is int)
+        ):
             raise BindkitError(
                 f"{path}: {key}.type {kind!r}: {name} takes a {_field_type(name).__name__}; use "
                 + ("int" if _field_type(name) is int else "float, log-float or categorical")
             )
-        for bound in ("low", "high"):
-            if bound not in spec:
-                raise BindkitError(f"{path}: {key}.{bound}: missing")
-        low, high = (
-            _number(path, f"{key}.low", spec["low"]),
-            _number(path, f"{key}.high", spec["high"]),
-        )
-        if not low < high:
-            raise BindkitError(f"{path}: {key}: low {low} must be below high {high}")
-        if kind == "log-float" and low <= 0:
-            raise BindkitError(f"{path}: {key}.low {low}: a log-float needs low > 0")
-        step = _number(path, f"{key}.step", spec["step"]) if "step" in spec else None
-        if step is not None and step <= 0:
-            raise BindkitError(f"{path}: {key}.step {step}: must be positive")
-        if kind == "int" and any(v != int(v) for v in (low, high, step or 1)):
-            raise BindkitError(f"{path}: {key}: an int distribution needs whole low/high/step")
-        params.append(Param(name, kind, low, high, step))
+        params.append(_distribution(path, key, name, kind, spec))
     return tuple(params)
 
 
 def _distribution(path: Path, key: str, name: str, kind: str, spec: dict[str, Any]) -> Param:
-    """A recipe key's distribution (its values are checked when the corners are built)."""
+    """A searched key's distribution: its choices, or its checked bounds and step."""
     if kind == "categorical":
         choices = spec.get("choices")
         if not isinstance(choices, list) or not choices:
