@@ -164,3 +164,64 @@ def test_a_changed_panel_file_is_named(tmp_path: Path) -> None:
     assert identity_change(before, recipe_identity(recipe, None)) == (
         "panel.sts.data: its content changed"
     )
+
+
+def _split_set(folder: Path) -> Path:
+    from bindkit.synth.backends.template import TemplateBackend
+    from bindkit.synth.generate import generate
+    from bindkit.synth.splits import write_splits
+
+    generate(folder, 100, TemplateBackend(0), progress=False)
+    write_splits(folder, seed=0, exclude_vocab="builtin")
+    return folder
+
+
+def test_the_training_file_must_pass_synth_validate_and_the_leak_check(tmp_path: Path) -> None:
+    """The recipe's train-<mix>.jsonl is a train split file of its synth run: a row that
+    `bindkit synth validate` rejects, or a text that is also a val text, is refused."""
+    import json
+
+    from bindkit.recipes.data import check_training_rows
+
+    folder = _split_set(tmp_path / "data")
+    rows = (folder / "train.jsonl").read_text().splitlines()
+    mine = folder / "train-mix.jsonl"
+    mine.write_text("\n".join(rows[:4]) + "\n")
+    check_training_rows(mine)  # rows of the train split: accepted
+    bad = {"query": "a red cube", "positive": "A red cube.", "negative": "A blue kite."}
+    mine.write_text("\n".join(rows[:4]) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(BindkitError, match=r"train-mix\.jsonl:5: \[\w+\]") as caught:
+        check_training_rows(mine)
+    assert "\n" not in str(caught.value)
+    leak = (folder / "val.jsonl").read_text().splitlines()[0]
+    mine.write_text("\n".join(rows[:4]) + "\n" + leak + "\n")
+    with pytest.raises(BindkitError, match=r"\[split_leak\] .* is also in train-mix\.jsonl:5"):
+        check_training_rows(mine)
+
+
+def test_out_of_gpu_memory_says_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    from bindkit.recipes import run
+    from bindkit.recipes.data import RecipeData
+
+    def out_of_memory(config: object, reuse: bool) -> None:
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr("bindkit.train.trainer.train_triplets", out_of_memory)
+    files = {name: tmp_path / f"{name}.jsonl" for name in ("train", "val", "test", "p")}
+    for path in files.values():
+        path.write_text("")
+    data = RecipeData(
+        tmp_path, files["train"], files["val"], files["test"], {"ctxgen": files["p"]}, {}, {}
+    )
+    runner = run._Runner(_binding(), tmp_path / "o", False, False, None)
+    with pytest.raises(BindkitError) as caught:
+        runner.train(_binding().runs[0], data, 2e-3)
+    assert str(caught.value) == (
+        "run preserve: out of GPU memory at train.batch_size 32; set train.chunk_size = 16 "
+        "(GradCache: the same gradients, less memory), or train.batch_size = 16 with "
+        "train.grad_accum = 2"
+    )

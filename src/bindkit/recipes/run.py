@@ -231,6 +231,9 @@ class _Runner:
                 f"{self.out}: holds a run of a recipe made otherwise ({change}); pass "
                 "--overwrite to run it again (changed runs retrain), or another --out"
             )
+        if change is not None and _synth_options(earlier) != _synth_options(identity):
+            # other synth options: generation would resume the old examples; start it over
+            shutil.rmtree(self.out / "data", ignore_errors=True)
 
     def files(self, data: RecipeData) -> dict[str, str]:
         paths = [data.train, data.val, data.test, *data.preserve.values()]
@@ -255,8 +258,19 @@ class _Runner:
             overwrite=self.overwrite,
         )
         self.say(f"run `{run.name}`: seed {run.seed}, preservation {run.preservation}")
-        # a finished run of this identity is reused, a killed one resumes from its checkpoint
-        return train_triplets(config, reuse=True)
+        import torch
+
+        try:
+            # a finished run of this identity is reused, a killed one resumes from its checkpoint
+            return train_triplets(config, reuse=True)
+        except torch.cuda.OutOfMemoryError:
+            # training has no batch back-off (the batch is the loss's negatives); say what to set
+            half = max(1, config.batch_size // 2)
+            raise BindkitError(
+                f"run {run.name}: out of GPU memory at train.batch_size {config.batch_size}; "
+                f"set train.chunk_size = {half} (GradCache: the same gradients, less memory), "
+                f"or train.batch_size = {half} with train.grad_accum = {2 * config.grad_accum}"
+            ) from None
 
     def soup(self, data: RecipeData) -> float:
         """Average the soup's runs (raw adapters) and apply LiNeS; returns its α."""
@@ -315,6 +329,15 @@ class _Runner:
             shown = ", ".join(f"{k} {100 * v:.2f}" for k, v in table[label].items())
             self.say(f"{label}: {shown}")
         return table
+
+
+def _synth_options(identity: Any) -> Any:
+    """What the generated examples and their split set depend on."""
+    try:
+        data = identity["recipe"]["data"]
+        return [data.get(k) for k in ("examples", "seed", "exclude_vocab")]
+    except (KeyError, TypeError, AttributeError):
+        return None
 
 
 def _default_tolerance() -> float:
