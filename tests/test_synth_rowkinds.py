@@ -197,8 +197,8 @@ def test_a_listed_positive_must_bind_as_the_query_does() -> None:
     [
         ({ROW_KIND: "nope"}, "unknown row_kind 'nope'; use one of swap, paraphrase, "),
         ({ROW_KIND: 3}, "unknown row_kind '3'"),
-        ({"type": "pair_swap"}, "type 'pair_swap': a everyday row's type is everyday"),
-        ({"negative_kind": "attribute"}, "negative_kind must be 'everyday' in a everyday row"),
+        ({"type": "pair_swap"}, "type 'pair_swap': an everyday row's type is everyday"),
+        ({"negative_kind": "attribute"}, "negative_kind must be 'everyday' in an everyday row"),
         ({ROW_KIND: "relation"}, "type 'everyday': a relation row's type is a construction"),
     ],
 )
@@ -256,3 +256,19 @@ def test_a_replaced_everyday_attribute_must_contradict_the_one_it_replaces(
     }
     rules = [r.rule for r in validate_triplet(row, "train")]
     assert rules == ([] if valid else ["everyday_replacement"])
+
+
+def test_synth_validate_names_the_kind_s_rule(
+    tmp_path: Path, rows: dict[tuple[str, int], list[dict[str, Any]]], capsys: Any
+) -> None:
+    from bindkit.cli import main
+
+    good = _first(rows, "paraphrase")
+    bad = _swapped(good, "positive")
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (good, bad)))
+    assert main(["synth", "validate", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert "mine.jsonl:2 ?: [paraphrase] the positive binds " in captured.out
+    assert "2 rows, 1 valid, 1 rejected" in captured.err
+    assert f"  {'paraphrase':<18} {1:>7}  {ROW_KINDS['paraphrase']}\n" in captured.err

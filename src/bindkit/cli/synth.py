@@ -1,4 +1,4 @@
-"""``bindkit synth generate|validate|split``."""
+"""``bindkit synth generate|validate|split|mix|preserve``."""
 
 from __future__ import annotations
 
@@ -79,7 +79,9 @@ def register(commands: Any) -> None:
         help="check a JSONL file of examples (or triplets) against every rule",
         description="Check every example against the seed's rules; duplicate ids and "
         "attribute-object sets are always checked over the whole file. Triplet files "
-        "(train.jsonl, ...) are detected from their rows.",
+        "(train.jsonl, train-<mix>.jsonl, ...) are detected from their rows; each triplet row "
+        "is checked by the rule of its row_kind (none: a swap row; `bindkit synth mix --help` "
+        "lists the kinds).",
     )
     val.add_argument("file", type=Path, nargs="?", help="a JSONL file (or use --split-set)")
     val.add_argument(
@@ -122,6 +124,61 @@ def register(commands: Any) -> None:
         "DIR/examples.jsonl (exit 2 naming the first file that is not)",
     )
     spl.set_defaults(handler=_split)
+
+    from bindkit.synth.mixes import MIXES
+    from bindkit.synth.rowkinds import ROW_KINDS
+
+    mixes = "\n".join(f"  {name:<22} {' + '.join(kinds)}" for name, kinds in MIXES.items())
+    kinds = "\n".join(f"  {kind:<22} {rule.split(': ')[0]}" for kind, rule in ROW_KINDS.items())
+    mix = sub.add_parser(
+        "mix",
+        help="write a training mix (DIR/train-<mix>.jsonl) from a run's NoOverlap train pool",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Write DIR/train-<mix>.jsonl: the named mix's triplets (full-caption swaps, "
+        "paraphrases, relation and negation rows, everyday scenes, ...) made from the run's "
+        "NoOverlap train pool, as `bindkit demo finetune` makes its training set. Every row is "
+        "checked by its kind's rule and against the run's val/test/held-out files before the "
+        "file is written; DIR/train-<mix>.json records what produced it. `bindkit synth "
+        f"validate` checks the file again.\n\nmixes:\n{mixes}\n\nrow kinds (their rules: "
+        f"bindkit.synth.rowkinds.ROW_KINDS):\n{kinds}",
+    )
+    mix.add_argument("--mix", required=True, metavar="NAME", help="a mix (listed below)")
+    _pool_options(mix)
+    mix.set_defaults(handler=_mix)
+
+    from bindkit.synth.preservation import PRESERVATION_SETS, PRESERVATION_TEXT
+
+    sets = "\n".join(f"  {name:<10} {PRESERVATION_TEXT[name]}" for name in PRESERVATION_SETS)
+    pre = sub.add_parser(
+        "preserve",
+        help="write a preservation set (DIR/preserve-<set>.jsonl) from a run's NoOverlap "
+        "train pool",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description='Write DIR/preserve-<set>.jsonl ({"text": ...} rows, for `bindkit train '
+        "triplets --preserve`): the named preservation set of the run's NoOverlap train pool, "
+        "as `bindkit demo finetune` makes it (the demo keeps steps x 32 sentences: "
+        f"--max-rows); DIR/preserve-<set>.json records what produced it.\n\nsets:\n{sets}",
+    )
+    pre.add_argument("--set", required=True, metavar="NAME", help="a set (listed below)")
+    _pool_options(pre)
+    pre.set_defaults(handler=_preserve)
+
+
+def _pool_options(parser: argparse.ArgumentParser) -> None:
+    """What ``synth mix`` and ``synth preserve`` share: the run, its NoOverlap pool, the file."""
+    parser.add_argument("directory", type=Path, help="a synth run with a split set")
+    parser.add_argument("--seed", type=int, default=None, help="default: the split set's seed")
+    parser.add_argument(
+        "--exclude-vocab",
+        default="builtin",
+        metavar="SABER_VOCAB",
+        help="the vocabulary the NoOverlap pool avoids: a SABER vocabulary directory or "
+        "'builtin' (the packaged one, the default)",
+    )
+    parser.add_argument(
+        "--max-rows", type=int, default=None, metavar="N", help="keep the first N rows"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace the file")
 
 
 def _split_options(parser: argparse.ArgumentParser) -> None:
@@ -209,6 +266,38 @@ def _split(args: argparse.Namespace) -> int:
     )
     _print_counts(counts)
     _print_dropped(args.directory, dropped)
+    return 0
+
+
+def _mix(args: argparse.Namespace) -> int:
+    from bindkit.synth.mixes import write_mix
+
+    out = write_mix(
+        args.directory,
+        args.mix,
+        seed=args.seed,
+        exclude_vocab=args.exclude_vocab,
+        max_rows=args.max_rows,
+        overwrite=args.overwrite,
+    )
+    rows = sum(1 for _ in out.open(encoding="utf-8"))
+    print(f"{rows} rows of mix {args.mix} in {out}")
+    return 0
+
+
+def _preserve(args: argparse.Namespace) -> int:
+    from bindkit.synth.mixes import write_preservation
+
+    out = write_preservation(
+        args.directory,
+        args.set,
+        seed=args.seed,
+        exclude_vocab=args.exclude_vocab,
+        max_rows=args.max_rows,
+        overwrite=args.overwrite,
+    )
+    rows = sum(1 for _ in out.open(encoding="utf-8"))
+    print(f"{rows} sentences of preservation set {args.set} in {out}")
     return 0
 
 

@@ -3,14 +3,18 @@
 
 A mix is named by a recipe; this module holds no default one (the demo's is
 ``bindkit.demo.finetune.MIX``). :data:`KIND_TEXT` says in a sentence what each kind is, for the
-reports that name a mix.
+reports that name a mix. :func:`write_mix` writes a mix's training file into a synth run
+(``bindkit synth mix``), where the split-set guard checks it with the run's other splits.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError
@@ -64,8 +68,7 @@ def training_triplets(examples: list[Any], seed: int, mix: str) -> list[dict[str
     # lazily: naming a mix or its KIND_TEXT (the demo's --help, its report) needs no splits
     from bindkit.synth.splits import triplets
 
-    if mix not in MIXES:
-        raise BindkitError(f"mix {mix!r}: use one of {', '.join(MIXES)}")
+    check_mix(mix)
     makers: dict[str, Callable[[], list[dict[str, Any]]]] = {
         "full": lambda: triplets(examples),
         "paraphrase": lambda: paraphrase_triplets(examples, seed),
@@ -97,6 +100,217 @@ def training_triplets(examples: list[Any], seed: int, mix: str) -> list[dict[str
     rows = [row for kind in MIXES[mix] for row in makers[kind]()]
     random.Random(f"{seed}/{mix}").shuffle(rows)
     return rows[: len(full)]
+
+
+def check_mix(mix: str) -> None:
+    """Refuse a mix name that :data:`MIXES` does not hold, suggesting the nearest one."""
+    _check_name("mix", mix, list(MIXES))
+
+
+def _check_name(what: str, name: str, names: list[str]) -> None:
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise BindkitError(f"{what} {name!r}: {hint}use one of {', '.join(names)}")
+
+
+MIX_FORMAT = "bindkit-synth-mix"
+
+
+def mix_file(mix: str) -> str:
+    """The name of mix ``mix``'s training file in a synth run: ``train-<mix>.jsonl`` (a train
+    file to the split-set guard, :func:`bindkit.synth.validate.split_name`)."""
+    return f"train-{mix}.jsonl"
+
+
+def mix_record(mix: str) -> str:
+    """The name of the record beside :func:`mix_file`: what produced it."""
+    return f"train-{mix}.json"
+
+
+def write_mix(
+    run_dir: str | Path,
+    mix: str,
+    *,
+    seed: int | None = None,
+    exclude_vocab: str | Path = "builtin",
+    max_rows: int | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``DIR/train-<mix>.jsonl``: :func:`training_triplets` of the run's NoOverlap train
+    pool (:func:`train_pool`), as the demo's data step makes it. Every row is checked first,
+    with the run's val/test/held-out files (:func:`bindkit.synth.validate.check_split_set`);
+    the file is written atomically and ``DIR/train-<mix>.json`` records what produced it (mix,
+    seeds, vocabulary, the examples' and the file's hashes, rows per kind).
+
+    Args:
+        run_dir: a synth run whose split set is whole and current (``bindkit synth split``).
+        mix: a name of :data:`MIXES`.
+        seed: the mix's seed (default: the split set's).
+        exclude_vocab: a SABER vocabulary directory, or ``builtin`` (the packaged one).
+        max_rows: keep the first rows only (the mix is shuffled).
+        overwrite: replace an existing file of this mix.
+
+    Returns:
+        The path of the written file.
+
+    Raises:
+        BindkitError: one line naming the bad input (unknown mix, no synth run, no split yet,
+            an existing file, a row that fails its rule or leaks into another split).
+    """
+    from collections import Counter
+
+    from bindkit._io import jsonl_bytes
+    from bindkit.synth.rowkinds import kind_of
+    from bindkit.synth.validate import check_split_set
+
+    check_mix(mix)
+    out = Path(run_dir) / mix_file(mix)
+    pool = train_pool(run_dir, exclude_vocab, out, max_rows, overwrite)
+    seed = pool.split_seed if seed is None else seed
+    rows = training_triplets(pool.train, seed, mix)[:max_rows]
+    _, failures = check_split_set(out.parent, extra={out.name: list(rows)})
+    if failures:
+        where, _, rejection = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise BindkitError(
+            f"{out.parent / where}: [{rejection.rule}] {rejection.message}{more}; nothing written"
+        )
+    what = {"mix": mix, "kinds": list(MIXES[mix]), "seed": seed, "max_rows": max_rows}
+    counts = {"row_kinds": dict(Counter(kind_of(row) for row in rows))}
+    pool.write(out, jsonl_bytes(rows), MIX_FORMAT, what, len(rows), counts)
+    return out
+
+
+def write_preservation(
+    run_dir: str | Path,
+    name: str,
+    *,
+    seed: int | None = None,
+    exclude_vocab: str | Path = "builtin",
+    max_rows: int | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``DIR/preserve-<name>.jsonl`` (``{"text": ...}`` rows, what ``TrainConfig.preserve``
+    reads): the preservation set ``name`` of the run's NoOverlap train pool
+    (:func:`bindkit.synth.preservation.preservation_sentences`), as the demo's data step makes
+    it (the demo keeps the first steps x preservation-batch sentences: ``max_rows``), atomically,
+    with ``DIR/preserve-<name>.json`` recording what produced it. Arguments and errors as
+    :func:`write_mix`'s.
+    """
+    from bindkit._io import jsonl_bytes
+    from bindkit.synth.preservation import PRESERVATION_SETS, preservation_sentences
+
+    _check_name("preservation set", name, list(PRESERVATION_SETS))
+    out = Path(run_dir) / f"preserve-{name}.jsonl"
+    pool = train_pool(run_dir, exclude_vocab, out, max_rows, overwrite)
+    seed = pool.split_seed if seed is None else seed
+    texts = preservation_sentences(pool.train, name, seed)[:max_rows]
+    data = jsonl_bytes({"text": text} for text in texts)
+    pool.write(
+        out,
+        data,
+        PRESERVATION_FORMAT,
+        {"set": name, "seed": seed, "max_rows": max_rows},
+        len(texts),
+        {},
+    )
+    return out
+
+
+PRESERVATION_FORMAT = "bindkit-synth-preservation"
+
+
+@dataclass(frozen=True)
+class TrainPool:
+    """A synth run's NoOverlap train pool and what identifies it, for the files made from it."""
+
+    run_dir: Path
+    split_seed: int
+    examples_sha256: str
+    vocabulary: dict[str, Any]
+    train: list[Any]
+
+    def write(
+        self,
+        out: Path,
+        data: bytes,
+        format_name: str,
+        what: dict[str, Any],
+        rows: int,
+        extra: dict[str, Any],
+    ) -> None:
+        """``data`` to ``out`` atomically, then its record (``out`` as ``.json``)."""
+        import json
+
+        from bindkit import __version__
+        from bindkit._io import atomic_write_bytes, atomic_write_text, sha256_bytes
+
+        atomic_write_bytes(out, data)
+        record = {
+            "format": format_name,
+            "bindkit_version": __version__,
+            **what,
+            "split_seed": self.split_seed,
+            "exclude_vocab": self.vocabulary,
+            "examples": {"sha256": self.examples_sha256, "train_pool": len(self.train)},
+            "rows": rows,
+            **extra,
+            "sha256": sha256_bytes(data),
+        }
+        atomic_write_text(out.with_suffix(".json"), json.dumps(record, indent=2) + "\n")
+
+
+def train_pool(
+    run_dir: str | Path,
+    exclude_vocab: str | Path,
+    out: Path,
+    max_rows: int | None,
+    overwrite: bool,
+) -> TrainPool:
+    """The NoOverlap train pool of a synth run: the examples of its train split (split with the
+    split set's seed, so that none is a val/test example) without an item of the
+    ``exclude_vocab`` SABER vocabulary, after the checks every writer into the run makes (a
+    synth run, a whole and current split set, ``max_rows`` at least 1, ``out`` new unless
+    ``overwrite``)."""
+    from bindkit.synth.splits import (
+        check_exclude_vocab,
+        no_overlap,
+        read_examples,
+        saber_words,
+        split,
+        verify_splits,
+        vocab_identity,
+    )
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "examples.jsonl").is_file():
+        raise BindkitError(
+            f"{run_dir}: not a synth run (no examples.jsonl); run `bindkit synth generate "
+            f"--out {run_dir} --n N` first"
+        )
+    if max_rows is not None and max_rows < 1:
+        raise BindkitError(f"--max-rows {max_rows}: give at least 1")
+    check_exclude_vocab(exclude_vocab)
+    if out.exists() and not overwrite:
+        raise BindkitError(f"{out}: exists; pass --overwrite to replace it")
+    summary = verify_splits(run_dir)
+    split_seed = int(summary["options"]["seed"])
+    words = saber_words(None if str(exclude_vocab) == "builtin" else exclude_vocab)
+    examples = read_examples(run_dir / "examples.jsonl")
+    train = no_overlap(split(examples, split_seed)["train"], words)
+    if not train:
+        raise BindkitError(
+            f"{run_dir}: no train example without a word of the {exclude_vocab} vocabulary; "
+            "generate more examples or give another --exclude-vocab"
+        )
+    return TrainPool(
+        run_dir,
+        split_seed,
+        str(summary["examples"]["sha256"]),
+        vocab_identity(exclude_vocab, words),
+        train,
+    )
 
 
 # What each kind of MIXES teaches, in a clause for the reports that name a mix.

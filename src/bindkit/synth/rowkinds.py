@@ -52,7 +52,7 @@ ROW_KINDS: dict[str, str] = {
     "attributes, each before its noun; the negative the query with the two traded, every other "
     "word equal (a = an); the positive binds each attribute to the query's noun ('white "
     "shirt', 'cart that is white') with no word the query lacks but a/an/is/being/by/wearing/"
-    "that and the action's participle",
+    "that and a past participle of the everyday actions",
     "everyday_back": "everyday paraphrase → its caption vs the caption's swap: as everyday, "
     "the positive (the caption) taking the query's place",
     "everyday_omission": "everyday caption → the caption with one attribute dropped vs its "
@@ -123,7 +123,6 @@ RELATION_SYNONYMS = {
 
 EVERYDAY_KINDS = tuple(k for k in ROW_KINDS if k.startswith("everyday"))
 RELATION_KINDS = ("relation", "negation", "relation_listed", "negation_listed")
-SWAP_ROW_KINDS = (SWAP, "paraphrase", "predication", "restatement", "synonym")
 
 _ARTICLES = {"a", "an"}
 # the words each rewording adds to the caption's own
