@@ -166,37 +166,33 @@ def test_a_changed_panel_file_is_named(tmp_path: Path) -> None:
     )
 
 
-def _split_set(folder: Path) -> Path:
-    from bindkit.synth.backends.template import TemplateBackend
-    from bindkit.synth.generate import generate
-    from bindkit.synth.splits import write_splits
-
-    generate(folder, 100, TemplateBackend(0), progress=False)
-    write_splits(folder, seed=0, exclude_vocab="builtin")
-    return folder
-
-
-def test_the_training_file_must_pass_synth_validate_and_the_leak_check(tmp_path: Path) -> None:
-    """The recipe's train-<mix>.jsonl is a train split file of its synth run: a row that
-    `bindkit synth validate` rejects, or a text that is also a val text, is refused."""
+def test_a_training_row_that_fails_synth_validate_or_leaks_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recipe's train-<mix>.jsonl is a train file of its synth run: a row that `bindkit
+    synth validate` rejects, or a text that is also a val text, is refused (one line) and
+    nothing is written."""
     import json
 
-    from bindkit.recipes.data import check_training_rows
+    import bindkit.synth.mixes as mixes
+    from bindkit.recipes.data import build_data
 
-    folder = _split_set(tmp_path / "data")
-    rows = (folder / "train.jsonl").read_text().splitlines()
-    mine = folder / "train-mix.jsonl"
-    mine.write_text("\n".join(rows[:4]) + "\n")
-    check_training_rows(mine)  # rows of the train split: accepted
-    bad = {"query": "a red cube", "positive": "A red cube.", "negative": "A blue kite."}
-    mine.write_text("\n".join(rows[:4]) + "\n" + json.dumps(bad) + "\n")
-    with pytest.raises(BindkitError, match=r"train-mix\.jsonl:5: \[\w+\]") as caught:
-        check_training_rows(mine)
-    assert "\n" not in str(caught.value)
-    leak = (folder / "val.jsonl").read_text().splitlines()[0]
-    mine.write_text("\n".join(rows[:4]) + "\n" + leak + "\n")
-    with pytest.raises(BindkitError, match=r"\[split_leak\] .* is also in train-mix\.jsonl:5"):
-        check_training_rows(mine)
+    recipe = _binding().replace(**{"data.examples": 100})
+    made = mixes.training_triplets
+    extra: list[dict[str, str]] = []
+    monkeypatch.setattr(
+        mixes, "training_triplets", lambda ex, seed, mix: [*extra, *made(ex, seed, mix)]
+    )
+    build_data(recipe, tmp_path / "ok", progress=False)  # the mix alone: accepted
+    extra.append({"query": "a red cube", "positive": "A red cube.", "negative": "A blue kite."})
+    train = tmp_path / "data" / "train-fullpararelnegLEOR.jsonl"
+    with pytest.raises(BindkitError, match=r"train-fullpararelnegLEOR\.jsonl:1: \[") as caught:
+        build_data(recipe, tmp_path / "data", progress=False)
+    assert "\n" not in str(caught.value) and not train.exists()
+    extra[0] = json.loads((tmp_path / "data" / "val.jsonl").read_text().splitlines()[0])
+    with pytest.raises(BindkitError, match=r"\[split_leak\]"):
+        build_data(recipe, tmp_path / "data", progress=False)
+    assert not train.exists()
 
 
 def test_out_of_gpu_memory_says_what_to_set(

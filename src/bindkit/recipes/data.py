@@ -2,13 +2,14 @@
 
 :func:`build_data` writes, in ``DATA`` (a synth run folder): ``examples.jsonl`` (template
 backend), the standard split set (``train/val/test.jsonl``, ``splits.json``), the training
-triplets ``train-<mix>.jsonl`` (the train split's examples after NoOverlap against the SABER
-vocabulary, as :func:`bindkit.synth.mixes.training_triplets`), ``val-recipe.jsonl`` and
-``test-recipe.jsonl`` (the first rows of the split's val and test files) and one
-``preserve-<set>.jsonl`` per preservation set the runs use. The training file is named so that
-``synth.validate.split_name`` reads it as ``train``: every row must pass
-:func:`~bindkit.synth.validate.validate_triplet` and the split set's leak check
-(:func:`~bindkit.synth.validate.check_split_set`), else the recipe refuses with one line.
+triplets ``train-<mix>.jsonl`` (:func:`bindkit.synth.mixes.write_mix`, ``bindkit synth mix``:
+the train split's examples after NoOverlap against the SABER vocabulary), ``val-recipe.jsonl``
+and ``test-recipe.jsonl`` (the first rows of the split's val and test files) and one
+``preserve-<set>.jsonl`` per preservation set the runs use
+(:func:`bindkit.synth.mixes.write_preservation`). The training file is a ``train`` file of the
+run's split set: every row must pass its kind's rule and the split set's leak check
+(:func:`~bindkit.synth.validate.check_split_set`) before it is written, else the recipe refuses
+with one line.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bindkit.errors import BindkitError
 from bindkit.recipes.recipe import Recipe
 
 
@@ -33,10 +33,6 @@ class RecipeData:
     sentences: dict[str, int]  # preservation set → sentences
 
 
-def train_file(recipe: Recipe) -> str:
-    return f"train-{recipe.data.mix}.jsonl"
-
-
 def micro_batches(recipe: Recipe, rows: int) -> int:
     """The micro-batches a run of ``rows`` training triplets takes (``max_steps`` caps it)."""
     from bindkit.train.config import TrainConfig
@@ -51,58 +47,56 @@ def micro_batches(recipe: Recipe, rows: int) -> int:
 
 def build_data(recipe: Recipe, folder: Path, *, progress: bool = True) -> RecipeData:
     """Write the recipe's data into ``folder`` (a rerun regenerates the same bytes)."""
-    from bindkit._io import atomic_write_bytes, atomic_write_text, jsonl_bytes
+    from bindkit._io import atomic_write_text
     from bindkit.synth.backends.template import TemplateBackend
     from bindkit.synth.generate import generate
-    from bindkit.synth.mixes import training_triplets
-    from bindkit.synth.preservation import preservation_sentences
-    from bindkit.synth.splits import no_overlap, read_examples, saber_words, split, write_splits
+    from bindkit.synth.mixes import write_mix, write_preservation
+    from bindkit.synth.splits import write_splits
 
     spec = recipe.data
     generate(folder, spec.examples, TemplateBackend(spec.seed), seed=spec.seed, progress=progress)
     # the standard split set (hashed, as `bindkit synth split` writes it): val and test come
     # from it; the recipe's own files are named beside it so the split checks see them
     write_splits(folder, seed=spec.seed, exclude_vocab=spec.exclude_vocab)
-    examples = read_examples(folder / "examples.jsonl")
-    vocab = None if spec.exclude_vocab == "builtin" else spec.exclude_vocab
-    train = no_overlap(split(examples, spec.seed)["train"], saber_words(vocab))
-    rows = training_triplets(train, spec.seed, spec.mix)
-    if spec.max_triplets is not None:
-        rows = rows[: spec.max_triplets]
-    if not rows:
-        raise BindkitError(
-            f"data.examples {spec.examples}: no training triplet survives NoOverlap; give more"
-        )
-    train_path = folder / train_file(recipe)
-    atomic_write_bytes(train_path, jsonl_bytes(rows))
+    # `bindkit synth mix`: every row checked by its kind's rule and against the split set's
+    # val/test/held-out texts before anything is written (one line, else)
+    train = write_mix(
+        folder,
+        spec.mix,
+        seed=spec.seed,
+        exclude_vocab=spec.exclude_vocab,
+        max_rows=spec.max_triplets,
+        overwrite=True,
+    )
+    rows = _lines(train)
     sizes = {"val": spec.val_triplets, "test": spec.test_triplets}
     for name, size in sizes.items():
         lines = (folder / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()[:size]
         atomic_write_text(folder / f"{name}-recipe.jsonl", "\n".join(lines) + "\n")
         sizes[name] = len(lines)
-    check_training_rows(train_path)
     preserve_batch = int(recipe.train.get("preserve_batch", 32))
-    wanted = micro_batches(recipe, len(rows)) * preserve_batch  # one batch per micro-batch
-    files, counts = {}, {}
-    for kind in dict.fromkeys(r.preservation for r in recipe.runs if r.preserved):
-        sentences = preservation_sentences(train, kind, spec.seed)[:wanted]
-        files[kind] = folder / f"preserve-{kind}.jsonl"
-        atomic_write_bytes(files[kind], jsonl_bytes({"text": t} for t in sentences))
-        counts[kind] = len(sentences)
+    wanted = micro_batches(recipe, rows) * preserve_batch  # one batch per micro-batch
+    files = {
+        kind: write_preservation(
+            folder,
+            kind,
+            seed=spec.seed,
+            exclude_vocab=spec.exclude_vocab,
+            max_rows=wanted,
+            overwrite=True,
+        )
+        for kind in dict.fromkeys(r.preservation for r in recipe.runs if r.preserved)
+    }
     return RecipeData(
         folder=folder,
-        train=train_path,
+        train=train,
         val=folder / "val-recipe.jsonl",
         test=folder / "test-recipe.jsonl",
         preserve=files,
-        counts={"train": len(rows), **sizes},
-        sentences=counts,
+        counts={"train": rows, **sizes},
+        sentences={kind: _lines(path) for kind, path in files.items()},
     )
 
 
-def check_training_rows(path: Path) -> None:
-    """Refuse (one line) the recipe's training file unless ``bindkit synth validate`` accepts
-    every row of it (as the ``train`` split) and its split set passes the leak check."""
-    from bindkit.synth.validate import require_split_set
-
-    require_split_set(path)
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
