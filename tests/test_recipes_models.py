@@ -135,3 +135,31 @@ def test_the_val_tolerance_rule_picks_the_soup_s_alpha_and_a_changed_recipe_is_r
     assert main([*argv, "--overwrite"]) == 0
     after = {n: (out / "runs" / n / "train.json").stat().st_mtime_ns for n in runs}
     assert after["a"] == runs["a"] and after["b"] != runs["b"]
+
+
+@pytest.mark.slow  # ~1 min on 2 CPU cores
+def test_a_recipe_killed_before_its_panel_resumes_without_retraining(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bindkit.recipes.recipe import Recipe
+    from bindkit.recipes.run import _Runner, run_recipe
+
+    text = RECIPE.format(model="").replace('"mllm:"', '"builtin:tiny-clip"')
+    path = tmp_path / "tiny.toml"
+    path.write_text(text)
+    recipe = Recipe.from_toml(path)
+    out = tmp_path / "ft"
+    scored = _Runner.panel
+
+    def killed(*args: object) -> None:
+        raise KeyboardInterrupt  # a kill between the soup and the panel
+
+    monkeypatch.setattr(_Runner, "panel", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run_recipe(recipe, out, progress=False)
+    assert json.loads((out / "recipe.json").read_text())["status"] == "running"
+    stamps = {n: (out / "runs" / n / "train.json").stat().st_mtime_ns for n in ("a", "b")}
+    monkeypatch.setattr(_Runner, "panel", scored)
+    record = run_recipe(recipe, out, progress=False)
+    assert record["status"] == "done" and "soup raw" in record["table"]
+    assert {n: (out / "runs" / n / "train.json").stat().st_mtime_ns for n in stamps} == stamps
