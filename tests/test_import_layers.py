@@ -30,6 +30,8 @@ LAYERS: list[tuple[str, ...]] = [
     # what runs tasks and models, and the views of their results
     ("bindkit.evaluation", "bindkit.results", "bindkit.analysis", "bindkit.fetch",
      "bindkit.hub.export", "bindkit.train", "bindkit.integrations"),
+    # recipes: data → runs → soup → LiNeS → panel, over synth, train, adapters and evaluation
+    ("bindkit.recipes",),
     ("bindkit.sweep", "bindkit.demo"),
     ("bindkit.cli", "bindkit.__main__", "bindkit"),
 ]  # fmt: skip
@@ -141,3 +143,5 @@ def test_the_checks_see_a_circle_and_an_upward_import() -> None:
     assert layer_of("bindkit.embed.cache") < layer_of("bindkit.train.trainer")
     assert layer_of("bindkit.hub.export") > layer_of("bindkit.hub.read")
     assert layer_of("bindkit.results.store") > layer_of("bindkit.tasks.base")
+    assert layer_of("bindkit.train.trainer") < layer_of("bindkit.recipes.run")
+    assert layer_of("bindkit.recipes.run") < layer_of("bindkit.sweep.study")

@@ -64,20 +64,24 @@ def test_the_mix_file_holds_the_mix_of_the_no_overlap_train_pool(base: Path) -> 
 
 
 def test_the_cli_writes_the_demo_s_training_set(tmp_path: Path) -> None:
-    """`bindkit synth mix` on the demo's data folder writes its demo-train.jsonl, byte for
-    byte, but for the row kinds the makers add (the demo file is written by the same makers)."""
-    from bindkit.demo.finetune import MIX as DEMO_MIX
-    from bindkit.demo.finetune import TRAIN, DemoOptions, _data, preserve_file
+    """`bindkit synth mix` / `synth preserve` on the demo's data folder (the packaged recipe's
+    data step, :func:`bindkit.recipes.data.build_data`) write its training and preservation
+    files byte for byte."""
+    from bindkit.demo.finetune import DemoOptions, demo_recipe
+    from bindkit.recipes.data import build_data
 
-    data, sizes, _ = _data(DemoOptions(out=str(tmp_path), examples=200, progress=False), tmp_path)
-    assert main(["synth", "mix", str(data), "--mix", DEMO_MIX]) == 0
-    assert (data / mix_file(DEMO_MIX)).read_bytes() == (data / TRAIN).read_bytes()
+    recipe = demo_recipe(DemoOptions(out=str(tmp_path), examples=200, progress=False))
+    made = build_data(recipe, tmp_path / "data", progress=False)
+    data, mix = made.folder, recipe.data.mix
+    demo = made.train.read_bytes()
+    assert main(["synth", "mix", str(data), "--mix", mix, "--overwrite"]) == 0
+    assert (data / mix_file(mix)).read_bytes() == demo
     # and its preservation sets (the demo keeps the first steps x batch sentences of each)
-    assert len(sizes) == 2, sizes
-    for name, size in sizes.items():
-        demo = (data / preserve_file(name)).read_bytes()
+    assert len(made.sentences) == 2, made.sentences
+    for name, size in made.sentences.items():
+        demo = made.preserve[name].read_bytes()
         argv = ["synth", "preserve", str(data), "--set", name, "--max-rows", str(size)]
-        assert main([*argv, "--overwrite"]) == 0  # the demo's second set has this file's name
+        assert main([*argv, "--overwrite"]) == 0
         assert (data / f"preserve-{name}.jsonl").read_bytes() == demo
 
 

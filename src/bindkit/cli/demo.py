@@ -10,16 +10,14 @@ from bindkit.errors import BindkitError
 
 
 def register(commands: Any) -> None:
-    from bindkit.demo import finetune as recipe  # the defaults the help shows (no torch import)
-
     demo = commands.add_parser("demo", help="one-command demonstrations")
     kinds = demo.add_subparsers(title="demos", metavar="DEMO")
     finetune = kinds.add_parser(
         "finetune",
         help="train all-MiniLM-L6-v2 for binding on the CPU and compare before/after",
-        description="Template triplets (NoOverlap with SABER) → LoRA on all-MiniLM-L6-v2, with "
-        "and without preservation, raw and LiNeS → OUT/report.md, OUT/adapter-lines, "
-        "OUT/adapter-raw.",
+        description="The packaged recipe binding-v1 (`bindkit finetune --recipe binding-v1`): "
+        "template triplets (NoOverlap with SABER) → LoRA on all-MiniLM-L6-v2, two preserved "
+        "seeds averaged → OUT/report.md, OUT/adapter (LiNeS applied), OUT/adapter-raw.",
     )
     finetune.add_argument("--out", required=True, help="output directory")
     finetune.add_argument(
@@ -55,21 +53,20 @@ def register(commands: Any) -> None:
         "--preserve-weight",
         type=float,
         default=None,
-        help=f"st:default: distillation weight (default: the recipe's, {recipe.PRESERVE_WEIGHT:g})",
+        help="st:default: distillation weight (default: the recipe's, binding-v1)",
     )
     finetune.add_argument(
         "--plain",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="also train without preservation, the comparison row (default: "
-        f"{'--plain' if recipe.PLAIN else '--no-plain'})",
+        help="also train without preservation, the comparison row (default: --no-plain)",
     )
     finetune.add_argument(
         "--soup",
         type=int,
         default=None,
         help="preserved runs (seeds SEED, SEED+1, ...) averaged into the adapter "
-        f"(default: {recipe.SOUP})",
+        "(default: binding-v1's runs, 2)",
     )
     finetune.add_argument("--seed", type=int, default=0, help="seed of data and training")
     finetune.add_argument("-q", "--quiet", action="store_true", help="no progress output")
@@ -89,12 +86,12 @@ def _finetune(args: argparse.Namespace) -> int:
         sts=args.sts,
         scpp=args.scpp,
         threads=args.threads,
-        **({} if args.examples is None else {"examples": args.examples}),
+        examples=args.examples,
         max_triplets=args.max_triplets,
         saber_per_n=args.saber_per_n,
-        **({} if args.preserve_weight is None else {"preserve_weight": args.preserve_weight}),
-        **({} if args.plain is None else {"plain": args.plain}),
-        **({} if args.soup is None else {"soup": args.soup}),
+        preserve_weight=args.preserve_weight,
+        plain=bool(args.plain),
+        soup=args.soup,
         seed=args.seed,
         progress=not args.quiet,
     )

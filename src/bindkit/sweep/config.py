@@ -28,6 +28,23 @@ naming the key::
 
     [objectives]              # all maximised: a panel name, or a list (their mean)
     binding = ["saber_tt"]
+
+Or the sweep searches recipes (:mod:`bindkit.recipes`): a ``[recipe]`` table instead of
+``[train]`` names the recipe (``file``, relative to this file, or a packaged ``name``) and its
+fixed changes (``[recipe.set]``, recipe keys), and each ``[search."KEY"]`` is a recipe key
+(``"train.lr"``, ``"data.mix"``, ``"lines.alpha"``, …). A trial is
+``recipe.replace(**set, **params)`` run by :func:`bindkit.recipes.run.run_recipe`; its folder
+is named by the digest of the whole trial recipe, fixed values included::
+
+    [recipe]
+    name = "binding-v1"
+    [recipe.set]
+    "data.examples" = 2000
+    "train.max_steps" = 50
+
+    [search."data.mix"]
+    type = "categorical"
+    choices = ["fullpara", "fullpararelnegLEOR"]
 """
 
 from __future__ import annotations
@@ -41,6 +58,8 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError
+from bindkit.recipes.panel import PanelEntry, as_table, known_keys, read_panel
+from bindkit.recipes.recipe import Recipe
 from bindkit.train.config import TrainConfig
 
 SAMPLERS = ("tpe", "nsga2", "grid", "random")
@@ -53,9 +72,9 @@ KINDS = ("float", "log-float", "int", "categorical")
 PATH_FIELDS = ("train", "val", "sts", "preserve")
 # Fields the sweep sets itself: each trial has its own output folder.
 OWN_FIELDS = ("out", "overwrite")
-_TOP = ("study", "train", "search", "panel", "objectives")
+_TOP = ("study", "train", "recipe", "search", "panel", "objectives")
+_RECIPE = ("file", "name", "set")
 _STUDY = ("name", "sampler", "trials", "seed", "lines_alphas")
-_PANEL = ("name", "task", "data", "score", "pairing", "subset")
 _PARAM = {
     "float": ("type", "low", "high", "step"),
     "log-float": ("type", "low", "high"),
@@ -86,18 +105,6 @@ class Param:
 
 
 @dataclass(frozen=True)
-class PanelEntry:
-    """One panel score: ``bindkit.evaluate(task=task, data=data)`` → ``scores[score]``."""
-
-    name: str
-    task: str
-    score: str
-    data: str | None = None
-    pairing: str | None = None
-    subset: str | None = None
-
-
-@dataclass(frozen=True)
 class SweepConfig:
     """A parsed, validated sweep file."""
 
@@ -111,6 +118,12 @@ class SweepConfig:
     search: tuple[Param, ...]
     panel: tuple[PanelEntry, ...]
     objectives: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    recipe: Recipe | None = None  # a recipe sweep: fixed holds its [recipe.set] changes
+
+    def trial_recipe(self, params: dict[str, Any]) -> Recipe:
+        """The trial's recipe: the recipe, its fixed changes, then the trial's parameters."""
+        assert self.recipe is not None
+        return self.recipe.replace(**{**self.fixed, **params})
 
     def train_config(self, params: dict[str, Any], out: Path, progress: bool) -> TrainConfig:
         """The trial's ``TrainConfig``: fixed values, then the trial's parameters."""
@@ -157,8 +170,17 @@ def load_config(path: str | Path) -> SweepConfig:
             f"{path}: study.lines_alphas {alphas!r}: give a list of at most {MAX_ALPHAS} distinct "
             "LiNeS alphas in [0, 1) (alpha 1, the raw adapter, is always scored)"
         )
-    fixed = _fixed(path, base, _table(path, "train", data.get("train", {})))
-    search = _search(path, base, _table(path, "search", data.get("search", {})), fixed)
+    recipe: Recipe | None = None
+    fixed: dict[str, Any] = {}
+    if "recipe" in data:
+        if "train" in data:
+            raise BindkitError(f"{path}: [recipe] and [train]: give one (a recipe sets training)")
+        recipe, fixed = _recipe(path, base, _table(path, "recipe", data["recipe"]))
+    else:
+        fixed = _fixed(path, base, _table(path, "train", data.get("train", {})))
+    search = _search(
+        path, base, _table(path, "search", data.get("search", {})), fixed, recipe is not None
+    )
     if sampler == "grid":
         for param in search:
             param.grid()
@@ -175,6 +197,7 @@ def load_config(path: str | Path) -> SweepConfig:
         search=search,
         panel=panel,
         objectives=objectives,
+        recipe=recipe,
     )
     _check_first_point(config)
     return config
@@ -191,21 +214,11 @@ def check_count(name: str, value: Any, high: int) -> None:
 
 
 def _table(path: Path, key: str, value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise BindkitError(f"{path}: [{key}] must be a table")
-    return value
+    return as_table(str(path), key, value)
 
 
 def _known(path: Path, prefix: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    import difflib
-
-    for key in table:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
-            raise BindkitError(
-                f"{path}: unknown key {prefix}{key}{hint}; valid: {', '.join(allowed)}"
-            )
+    known_keys(str(path), prefix, table, allowed)
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
@@ -229,19 +242,12 @@ def _check_name(path: Path, key: str, name: str) -> None:
 
 
 def _check_field(path: Path, key: str, name: str, value: Any) -> None:
+    from bindkit.recipes.recipe import train_field_error
+
     _check_name(path, key, name)
-    wanted = _field_type(name)
-    ok = (
-        isinstance(value, bool)
-        if wanted is bool
-        else isinstance(value, int | float) and not isinstance(value, bool)
-        if wanted is float
-        else type(value) is int
-        if wanted is int
-        else isinstance(value, wanted)
-    )
-    if not ok:
-        raise BindkitError(f"{path}: {key} {value!r}: {name} takes a {wanted.__name__}")
+    problem = train_field_error(name, value)
+    if problem:
+        raise BindkitError(f"{path}: {key} {value!r}: {problem}")
 
 
 def _resolve(base: Path, name: str, value: Any) -> Any:
@@ -264,93 +270,81 @@ def _number(path: Path, key: str, value: Any) -> float:
     return float(value)
 
 
+def _recipe(path: Path, base: Path, table: dict[str, Any]) -> tuple[Recipe, dict[str, Any]]:
+    from bindkit.recipes.recipe import packaged_recipe
+
+    _known(path, "recipe.", table, _RECIPE)
+    if ("file" in table) == ("name" in table):
+        raise BindkitError(f"{path}: [recipe]: give file (a recipe TOML) or name (a packaged one)")
+    if "file" in table:
+        file = Path(str(table["file"]))
+        recipe = Recipe.from_toml(file if file.is_absolute() else base / file)
+    else:
+        recipe = packaged_recipe(str(table["name"]))
+    fixed = dict(_table(path, "recipe.set", table.get("set", {})))
+    try:
+        recipe.replace(**fixed)
+    except BindkitError as exc:
+        raise BindkitError(f"{path}: [recipe.set]: {exc}") from None
+    return recipe, fixed
+
+
 def _search(
-    path: Path, base: Path, table: dict[str, Any], fixed: dict[str, Any]
+    path: Path, base: Path, table: dict[str, Any], fixed: dict[str, Any], recipe: bool = False
 ) -> tuple[Param, ...]:
     params = []
     for name, spec in table.items():
         key = f"search.{name}"
-        _check_name(path, key, name)
+        if not recipe:  # a TrainConfig field (a recipe key is checked by the corners' recipes)
+            _check_name(path, key, name)
         if name in fixed:
-            raise BindkitError(f"{path}: {key}: also fixed in [train]; keep one")
+            where = "[recipe.set]" if recipe else "[train]"
+            raise BindkitError(f"{path}: {key}: also fixed in {where}; keep one")
         spec = _table(path, key, spec)
         kind = spec.get("type")
         if kind not in KINDS:
             raise BindkitError(f"{path}: {key}.type {kind!r}: use {', '.join(KINDS)}")
         _known(path, f"{key}.", spec, _PARAM[kind])
-        if kind == "categorical":
-            choices = spec.get("choices")
-            if not isinstance(choices, list) or not choices:
-                raise BindkitError(f"{path}: {key}.choices: give a non-empty list of values")
-            for value in choices:
+        if not recipe and kind == "categorical" and isinstance(spec.get("choices"), list):
+            for value in spec["choices"]:
                 _check_field(path, f"{key}.choices", name, value)
-            resolved = tuple(_resolve(base, name, v) for v in choices)
-            params.append(Param(name, kind, choices=resolved))
-            continue
-        if _field_type(name) not in (int, float) or (kind == "int") != (_field_type(name) is int):
+            spec = {**spec, "choices": [_resolve(base, name, v) for v in spec["choices"]]}
+        elif not recipe and (
+            _field_type(name) not in (int, float) or (kind == "int") != (_field_type(name) is int)
+        ):
             raise BindkitError(
                 f"{path}: {key}.type {kind!r}: {name} takes a {_field_type(name).__name__}; use "
                 + ("int" if _field_type(name) is int else "float, log-float or categorical")
             )
-        for bound in ("low", "high"):
-            if bound not in spec:
-                raise BindkitError(f"{path}: {key}.{bound}: missing")
-        low, high = (
-            _number(path, f"{key}.low", spec["low"]),
-            _number(path, f"{key}.high", spec["high"]),
-        )
-        if not low < high:
-            raise BindkitError(f"{path}: {key}: low {low} must be below high {high}")
-        if kind == "log-float" and low <= 0:
-            raise BindkitError(f"{path}: {key}.low {low}: a log-float needs low > 0")
-        step = _number(path, f"{key}.step", spec["step"]) if "step" in spec else None
-        if step is not None and step <= 0:
-            raise BindkitError(f"{path}: {key}.step {step}: must be positive")
-        if kind == "int" and any(v != int(v) for v in (low, high, step or 1)):
-            raise BindkitError(f"{path}: {key}: an int distribution needs whole low/high/step")
-        params.append(Param(name, kind, low, high, step))
+        params.append(_distribution(path, key, name, kind, spec))
     return tuple(params)
 
 
-def _panel(path: Path, base: Path, entries: Any) -> tuple[PanelEntry, ...]:
-    if not isinstance(entries, list) or not entries:
-        raise BindkitError(f"{path}: [[panel]]: give at least one panel entry (task, data, score)")
-    panel = []
-    for index, entry in enumerate(entries):
-        key = f"panel[{index}]"
-        entry = _table(path, key, entry)
-        _known(path, f"{key}.", entry, _PANEL)
-        for required in ("name", "task", "score"):
-            if not isinstance(entry.get(required), str) or not entry[required]:
-                raise BindkitError(f"{path}: {key}.{required}: missing; give a string")
-        for optional in ("data", "pairing", "subset"):
-            if optional in entry and not isinstance(entry[optional], str):
-                raise BindkitError(f"{path}: {key}.{optional}: give a string")
-        data = entry.get("data")
-        if data is not None and not Path(data).is_absolute() and (base / data).exists():
-            data = str(base / data)
-        panel.append(
-            PanelEntry(
-                name=entry["name"],
-                task=entry["task"],
-                score=entry["score"],
-                data=data,
-                pairing=entry.get("pairing"),
-                subset=entry.get("subset"),
-            )
-        )
-    names = [p.name for p in panel]
-    duplicate = next((n for n in names if names.count(n) > 1), None)
-    if duplicate:
-        raise BindkitError(f"{path}: panel name {duplicate!r} is used twice")
-    from bindkit.tasks.base import get_task
+def _distribution(path: Path, key: str, name: str, kind: str, spec: dict[str, Any]) -> Param:
+    """A searched key's distribution: its choices, or its checked bounds and step."""
+    if kind == "categorical":
+        choices = spec.get("choices")
+        if not isinstance(choices, list) or not choices:
+            raise BindkitError(f"{path}: {key}.choices: give a non-empty list of values")
+        return Param(name, kind, choices=tuple(choices))
+    for bound in ("low", "high"):
+        if bound not in spec:
+            raise BindkitError(f"{path}: {key}.{bound}: missing")
+    low, high = (_number(path, f"{key}.{b}", spec[b]) for b in ("low", "high"))
+    if not low < high:
+        raise BindkitError(f"{path}: {key}: low {low} must be below high {high}")
+    if kind == "log-float" and low <= 0:
+        raise BindkitError(f"{path}: {key}.low {low}: a log-float needs low > 0")
+    step = _number(path, f"{key}.step", spec["step"]) if "step" in spec else None
+    if step is not None and step <= 0:
+        raise BindkitError(f"{path}: {key}.step {step}: must be positive")
+    if kind == "int" and any(v != int(v) for v in (low, high, step or 1)):
+        raise BindkitError(f"{path}: {key}: an int distribution needs whole low/high/step")
+    return Param(name, kind, low, high, step)
 
-    for index, entry in enumerate(panel):
-        try:
-            get_task(entry.task)
-        except BindkitError as exc:
-            raise BindkitError(f"{path}: panel[{index}].task: {exc}") from None
-    return tuple(panel)
+
+def _panel(path: Path, base: Path, entries: Any) -> tuple[PanelEntry, ...]:
+    return read_panel(str(path), base, entries)
 
 
 def _objectives(
@@ -387,6 +381,9 @@ def _check_first_point(config: SweepConfig) -> None:
     each categorical choice) so the trainer's own checks run on them before any trial: a range
     whose far end the trainer refuses fails now, not in the middle of the study."""
     params = {p.name: _end(p, 0) for p in config.search}
+    if config.recipe is not None:
+        _check_recipe_corners(config, params)
+        return
     if "model" not in config.fixed and "model" not in params:
         raise BindkitError(f"{config.path}: [train] model: missing; give the model spec to train")
     if "train" not in config.fixed and "train" not in params:
@@ -399,6 +396,17 @@ def _check_first_point(config: SweepConfig) -> None:
             config.train_config(corner, config.path.parent / "unused", progress=False)
         except BindkitError as exc:
             raise BindkitError(f"{config.path}: [train]/[search]: {exc}") from None
+
+
+def _check_recipe_corners(config: SweepConfig, low: dict[str, Any]) -> None:
+    corners = [low, {p.name: _end(p, -1) for p in config.search}]
+    for param in config.search:
+        corners += [{**low, param.name: choice} for choice in param.choices[1:-1]]
+    for corner in corners:
+        try:
+            config.trial_recipe(corner)
+        except BindkitError as exc:
+            raise BindkitError(f"{config.path}: [recipe]/[search]: {exc}") from None
 
 
 def _end(param: Param, end: int) -> Any:

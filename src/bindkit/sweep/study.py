@@ -38,11 +38,12 @@ from typing import Any
 from bindkit._io import canonical_json, sha256_bytes, sha256_file
 from bindkit._lock import process_alive
 from bindkit.errors import BindkitError
+from bindkit.recipes.panel import score_panel
+from bindkit.recipes.recipe import Recipe
 from bindkit.sweep.config import (
     MAX_SEED,
     MAX_TRIALS,
     PATH_FIELDS,
-    PanelEntry,
     Param,
     SweepConfig,
     check_count,
@@ -69,6 +70,15 @@ def trial_key(config: TrainConfig) -> str:
     return "p-" + sha256_bytes(canonical_json(run_identity(config)).encode())[:12]
 
 
+def recipe_trial_key(recipe: Recipe) -> str:
+    """A recipe trial's folder name: a digest of the whole trial recipe (fixed values and
+    parameters, input files by content); each of its runs is then reused or resumed by the
+    trainer's run identity."""
+    from bindkit.recipes.run import recipe_identity
+
+    return "r-" + sha256_bytes(canonical_json(recipe_identity(recipe, None)).encode())[:12]
+
+
 def study_definition(config: SweepConfig) -> dict[str, Any]:
     """What every trial of a study shares, so that they can be ranked together: the fixed
     ``[train]`` values, the panel and the objectives; a data file by its content (a data folder
@@ -89,10 +99,13 @@ def study_definition(config: SweepConfig) -> dict[str, Any]:
     }
     panel = [{**dataclasses.asdict(p), "data": data(p.data)} for p in config.panel]
     objectives = {k: list(v) for k, v in config.objectives.items()}
+    shared: dict[str, Any] = {"train": fixed, "panel": panel, "objectives": objectives}
+    if config.recipe is not None:  # the recipe with its fixed changes, inputs by content
+        from bindkit.recipes.run import recipe_identity
+
+        shared["recipe"] = recipe_identity(config.recipe.replace(**config.fixed), None)
     # as the storage gives it back (JSON), so that a stored definition compares equal
-    definition: dict[str, Any] = json_round_trip(
-        {"train": fixed, "panel": panel, "objectives": objectives}
-    )
+    definition: dict[str, Any] = json_round_trip(shared)
     return definition
 
 
@@ -110,6 +123,8 @@ def definition_change(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     for key in sorted({*before, *now}):
         if before.get(key) != now.get(key):
             return f"[train] {key}"
+    if old.get("recipe") != new.get("recipe"):
+        return "[recipe]"
     if old.get("panel") != new["panel"]:
         return "[[panel]]"
     if old.get("objectives") != new["objectives"]:
@@ -241,44 +256,6 @@ def spec_with_adapter(model: str, adapter: Path | None) -> str:
     return model if adapter is None else f"{model}+adapter={adapter}"
 
 
-def score_panel(model: str, panel: tuple[PanelEntry, ...], results: Path) -> dict[str, float]:
-    """Each panel entry's score for ``model`` (through :func:`bindkit.evaluate`, resumable).
-
-    An evaluation error names the panel entry first: its message names ``evaluate``'s options
-    (``--data``, ``--pairings``), which the sweep file spells ``panel[i].data``, ``.pairing``.
-    """
-    from bindkit.evaluation import evaluate
-
-    scores: dict[str, float] = {}
-    for index, entry in enumerate(panel):
-        try:
-            records = evaluate(
-                [model],
-                task=entry.task,
-                data=entry.data,
-                pairings=entry.pairing,
-                subsets=entry.subset,
-                out=results,
-                report=False,
-                verbose=False,
-            )
-        except BindkitError as exc:
-            raise BindkitError(f"panel[{index}] ({entry.name}): {exc}") from None
-        values = []
-        for record in records:
-            if entry.score not in record["scores"]:
-                known = ", ".join(k for k, v in record["scores"].items() if not isinstance(v, dict))
-                raise BindkitError(
-                    f"panel {entry.name}: task {entry.task} has no score {entry.score!r} "
-                    f"(it gives {known})"
-                )
-            values.append(float(record["scores"][entry.score]))
-        if not values:
-            raise BindkitError(f"panel {entry.name}: evaluated nothing; check its subset/pairing")
-        scores[entry.name] = sum(values) / len(values)
-    return scores
-
-
 def objective_values(config: SweepConfig, scores: dict[str, float]) -> dict[str, float]:
     """Each objective: the mean of its panel scores.
 
@@ -310,7 +287,6 @@ class Objective:
 
     def __call__(self, trial: Any) -> tuple[float, ...]:
         from bindkit._lock import LockedError
-        from bindkit.adapters.lines import apply_lines
         from bindkit.errors import TrainingDivergedError
         from bindkit.train.trainer import RAW, train_triplets
 
@@ -320,6 +296,8 @@ class Objective:
             params = {p.name: suggest(trial, p) for p in config.search}
         finally:
             self.drawn()
+        if config.recipe is not None:
+            return self.recipe_trial(trial, params)
         train_config = config.train_config(params, self.out / TRIALS, self.progress)
         key = trial_key(train_config)
         folder = self.out / TRIALS / key
@@ -338,20 +316,47 @@ class Objective:
         if not _finite(losses):
             trial.set_user_attr("failure", "non-finite training loss")
             raise DivergedError(f"trial {trial.number}: the training loss is not finite")
+        return self.score(trial, train_config.model, folder, folder / RAW, _depth(record))
+
+    def recipe_trial(self, trial: Any, params: dict[str, Any]) -> tuple[float, ...]:
+        """A recipe trial: ``run_recipe`` into ``trials/<recipe digest>``, its shipped raw
+        adapter (and LiNeS copies) scored on the sweep's panel."""
+        from bindkit._lock import LockedError
+        from bindkit.errors import TrainingDivergedError
+        from bindkit.recipes.run import run_recipe
+
+        recipe = self.config.trial_recipe(params)
+        key = recipe_trial_key(recipe)
+        folder = self.out / TRIALS / key
+        trial.set_user_attr("dir", f"{TRIALS}/{key}")
+        try:
+            run_recipe(recipe, folder, progress=self.progress)
+        except LockedError as exc:
+            trial.set_user_attr("failure", f"busy: {exc}")
+            raise DivergedError(str(exc)) from None
+        except TrainingDivergedError as exc:
+            trial.set_user_attr("failure", f"non-finite training: {exc}")
+            raise DivergedError(f"trial {trial.number}: {exc}") from None
+        return self.score(trial, recipe.model, folder, folder / "adapter-raw", None)
+
+    def score(
+        self, trial: Any, model: str, folder: Path, raw: Path, depth: int | None
+    ) -> tuple[float, ...]:
+        """Score the raw adapter and its LiNeS copies on the panel; the raw point's objectives
+        are Optuna's."""
+        from bindkit.adapters.lines import apply_lines
+
+        config = self.config
         points: list[dict[str, Any]] = []
         for alpha in (1.0, *config.lines_alphas):
-            adapter = folder / RAW
+            adapter = raw
             if alpha != 1.0:
                 adapter = folder / f"adapter-lines-{alpha:g}"
                 if not (adapter / "lines.json").is_file():
                     apply_lines(  # no lines.json: what is there is unfinished, replace it
-                        folder / RAW,
-                        adapter,
-                        alpha=alpha,
-                        num_layers=_depth(record),
-                        overwrite=True,
+                        raw, adapter, alpha=alpha, num_layers=depth, overwrite=True
                     )
-            spec = spec_with_adapter(train_config.model, adapter)
+            spec = spec_with_adapter(model, adapter)
             scores = score_panel(spec, config.panel, folder / "results")
             values = objective_values(config, scores)
             if not _finite([*scores.values(), *values.values()]):
@@ -423,7 +428,11 @@ def run_sweep(
         if reclaimed and progress:
             print(f"sweep: re-enqueued killed trial(s) {reclaimed}", file=sys.stderr)
         if "base" not in study.user_attrs:
-            model = str(config.fixed.get("model", ""))
+            model = str(
+                config.recipe.replace(**config.fixed).model
+                if config.recipe is not None
+                else config.fixed.get("model", "")
+            )
             if model:
                 base = score_panel(model, config.panel, out / "base-results")
                 study.set_user_attr(
