@@ -1,6 +1,6 @@
 """Issue 18's recipe search: a thin runner of the recipes in ``trials.toml`` (docs/benchmarks.md).
 
-    python benchmarks/recipe/search.py prepare --work W           # the dev panel files
+    python benchmarks/recipe/search.py prepare --work W           # the dev panel (dev_panel.py)
     python benchmarks/recipe/search.py run NAME ... --work W      # run + score trials
     python benchmarks/recipe/search.py run all --work W           # every trial, in order
     python benchmarks/recipe/search.py table --work W             # results.csv as markdown
@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
-import random
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -28,38 +26,7 @@ from typing import Any
 from bindkit.errors import BindkitError
 
 HERE = Path(__file__).resolve().parent
-DEV_SUBSETS = ("swap_att", "replace_att", "replace_rel")
-DEV_CAP = 400  # dev triplets per subset at most (swap_att has 242)
-SICK_DEV = 1000  # SICK_train pairs of the dev panel
 RUNNER_KEYS = ("alphas", "threads")  # a trial's keys that are not recipe keys
-
-
-def dev_sugarcrepe(shared: Path, out: Path, seed: int = 0) -> None:
-    """The dev panel files: SugarCrepe text triplets (query: another caption of the same COCO
-    image) and ``SICK_DEV`` shuffled SICK_train pairs."""
-    from bindkit._io import atomic_write_text
-    from bindkit.tasks.pairs.sugarcrepe import read_sugarcrepe
-
-    items, _ = read_sugarcrepe(shared / "sugarcrepe")
-    captions: dict[str, list[str]] = {}
-    for rows in items.values():
-        for row in rows:
-            known = captions.setdefault(row["filename"], [])
-            if row["caption"] not in known:
-                known.append(row["caption"])
-    out.mkdir(parents=True, exist_ok=True)
-    for subset in DEV_SUBSETS:
-        triplets = [
-            {"query": others[0], "positive": row["caption"], "negative": row["negative_caption"]}
-            for row in items[subset]
-            if (others := [c for c in captions[row["filename"]] if c != row["caption"]])
-        ]
-        random.Random(f"{seed}/{subset}").shuffle(triplets)
-        text = "".join(json.dumps(t) + "\n" for t in triplets[:DEV_CAP])
-        atomic_write_text(out / f"sc_{subset}.jsonl", text)
-    head, *body = (shared / "sick2014" / "SICK_train.txt").read_text("utf-8").splitlines()
-    random.Random(f"{seed}/sick").shuffle(body)
-    atomic_write_text(out / "sick_train_1000.txt", "\n".join([head, *body[:SICK_DEV]]) + "\n")
 
 
 def load_study(path: Path) -> dict[str, Any]:
@@ -77,10 +44,16 @@ def load_study(path: Path) -> dict[str, Any]:
         dev = read_panel("[[dev]]", None, document.get("dev"))
         heldout = read_panel("[[heldout]]", None, document.get("heldout"))
         names = {e.name for e in dev}
-        if select.get("rule") != "dev-sts-slack" or select.get("sts") not in names:
-            raise BindkitError('[select]: give rule = "dev-sts-slack" and sts = a [[dev]] name')
-        if not set(select.get("binding", [])) <= names:
-            raise BindkitError("select.binding: give [[dev]] names")
+        if (
+            select.get("rule") != "dev-sts-slack"
+            or select.get("sts") not in names
+            or not set(select.get("binding", [])) <= names
+            or not isinstance(select.get("alphas"), list)
+        ):
+            raise BindkitError(
+                '[select]: give rule = "dev-sts-slack", alphas = [...], slack, sts and binding = '
+                "[[dev]] names"
+            )
         trials = {}
         for name, table in as_table("", "trials", document.get("trials", {})).items():
             table = dict(as_table("", f"trials.{name}", table))
@@ -190,7 +163,7 @@ def markdown(path: Path) -> str:
     for row in rows:
         cells = [row[c] or "–" for c in shown]
         if row["chosen"] == "yes":
-            cells[2] = f"**{row['alpha'] or 'base'}**"
+            cells[2] = f"**{cells[2]}**"
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
@@ -205,17 +178,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         if args.command == "prepare":
-            dev_sugarcrepe(args.shared, args.work / "dev")
+            from dev_panel import dev_panel  # beside this script
+
+            dev_panel(args.shared, args.work / "dev")
         elif args.command == "table":
             print(markdown(args.work / "results.csv"))
         else:
             study = load_study(args.study)
-            run(
-                list(study["trials"]) if args.trials == ["all"] else args.trials,
-                study,
-                args.work,
-                args.shared,
-            )
+            names = list(study["trials"]) if args.trials == ["all"] else args.trials
+            run(names, study, args.work, args.shared)
     except BindkitError as exc:
         raise SystemExit(f"error: {exc}") from None
 
