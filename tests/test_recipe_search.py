@@ -73,6 +73,14 @@ def test_a_bad_trial_key_is_one_line_naming_the_trial(tmp_path: Path) -> None:
         search().load_study(path)
 
 
+def test_a_select_rule_without_its_sts_entry_is_refused(tmp_path: Path) -> None:
+    text = (BENCH / "trials.toml").read_text(encoding="utf-8")
+    path = tmp_path / "trials.toml"
+    path.write_text(text.replace('sts = "dev_sick_train"', 'sts = "dev_sick"'), encoding="utf-8")
+    with pytest.raises(BindkitError, match=r'\[select\]: give rule "dev-sts-slack"'):
+        search().load_study(path)
+
+
 def test_preserve_relational_is_checked_against_the_runs_that_preserve() -> None:
     from bindkit.recipes.recipe import packaged_recipe
 

@@ -1,16 +1,12 @@
 """Issue 18's recipe search: a thin runner of the recipes in ``trials.toml`` (docs/benchmarks.md).
 
-    python benchmarks/recipe/search.py prepare --work W           # the dev panel (dev_panel.py)
-    python benchmarks/recipe/search.py run NAME ... --work W      # run + score trials
-    python benchmarks/recipe/search.py run all --work W           # every trial, in order
-    python benchmarks/recipe/search.py table --work W             # results.csv as markdown
+    python benchmarks/recipe/search.py prepare --work W    # the dev panel (dev_panel.py)
+    python benchmarks/recipe/search.py run all --work W    # or trial names; then `table --work W`
 
-A trial is a recipe (``trials.toml``: ``[recipe]`` with the trial's keys replaced), run by
-:func:`bindkit.recipes.run_recipe` into ``W/trials/NAME`` (a rerun reuses every run whose
-identity is unchanged and retrains the others). Its shipped adapter is scored at each α of
-``[select].alphas`` on the dev panel; the α of the dev-sts-slack rule is scored on the held-out
-panel. Evaluations are reused by ``bindkit.evaluate``'s own rule (model fingerprint, data).
-``W/results.csv`` (base + the trials run) and ``results.md`` are rewritten on each run.
+Each trial's recipe runs through :func:`bindkit.recipes.run_recipe` into ``W/trials/NAME`` (a
+rerun reuses every run whose identity is unchanged); its shipped adapter is scored at each α on
+the dev panel, and the dev-sts-slack rule's α on the held-out panel (evaluations reused by
+``bindkit.evaluate``'s rule). ``W/results.csv`` and ``results.md`` are rewritten each run.
 """
 
 from __future__ import annotations
@@ -44,16 +40,15 @@ def load_study(path: Path) -> dict[str, Any]:
         dev = read_panel("[[dev]]", None, document.get("dev"))
         heldout = read_panel("[[heldout]]", None, document.get("heldout"))
         names = {e.name for e in dev}
-        if (
-            select.get("rule") != "dev-sts-slack"
-            or select.get("sts") not in names
-            or not set(select.get("binding", [])) <= names
-            or not isinstance(select.get("alphas"), list)
+        if not (
+            select.get("rule") == "dev-sts-slack"
+            and isinstance(select.get("alphas"), list)
+            and isinstance(select.get("slack"), float | int)
+            and isinstance(select.get("binding"), list)
+            and {select.get("sts"), *select["binding"]} <= names
+            and select["binding"]
         ):
-            raise BindkitError(
-                '[select]: give rule = "dev-sts-slack", alphas = [...], slack, sts and binding = '
-                "[[dev]] names"
-            )
+            raise BindkitError('[select]: give rule "dev-sts-slack", alphas, slack, sts, binding')
         trials = {}
         for name, table in as_table("", "trials", document.get("trials", {})).items():
             table = dict(as_table("", f"trials.{name}", table))
@@ -73,13 +68,12 @@ def score(spec: str, panel: Any, places: dict[str, str], results: Path) -> dict[
     """``panel`` for ``spec`` with its ``{work}``/``{shared}``/``{test}`` filled, in points."""
     from bindkit.recipes.panel import score_panel
 
-    def filled(text: str | None) -> str | None:
+    entries = []
+    for entry in panel:
         for key, value in places.items():
-            text = None if text is None else text.replace(key, value)
-        return text
-
-    entries = tuple(replace(e, data=filled(e.data)) for e in panel)
-    return {k: round(100 * v, 2) for k, v in score_panel(spec, entries, results).items()}
+            entry = replace(entry, data=entry.data and entry.data.replace(key, value))
+        entries.append(entry)
+    return {k: round(100 * v, 2) for k, v in score_panel(spec, tuple(entries), results).items()}
 
 
 def run_trial(
@@ -120,9 +114,7 @@ def columns(study: dict[str, Any]) -> list[str]:
     """trial, seed, alpha, chosen, the dev panel (dev_binding after its last binding entry),
     the held-out panel."""
     dev = [e.name for e in study["dev"]]
-    binding = study["select"].get("binding")
-    if binding:
-        dev.insert(max(dev.index(b) for b in binding) + 1, "dev_binding")
+    dev.insert(max(dev.index(b) for b in study["select"]["binding"]) + 1, "dev_binding")
     return ["trial", "seed", "alpha", "chosen", *dev, *(e.name for e in study["heldout"])]
 
 
@@ -143,9 +135,8 @@ def run(names: list[str], study: dict[str, Any], work: Path, shared: Path) -> No
     base = study["base_row"] | score(model, study["heldout"], places | test, work / "results")
     rows.insert(0, base)
     for row in rows:
-        if study["select"].get("binding"):
-            got = [row[k] for k in study["select"]["binding"]]
-            row["dev_binding"] = round(sum(got) / len(got), 2)
+        got = [row[k] for k in study["select"]["binding"]]
+        row["dev_binding"] = round(sum(got) / len(got), 2)
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=columns(study), lineterminator="\n")
     writer.writeheader()
