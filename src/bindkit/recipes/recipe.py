@@ -317,11 +317,22 @@ class Recipe:
             problem = train_field_error(key, value)
             if problem:
                 raise BindkitError(f"train.{key} {value!r}: {problem}")
-        try:  # TrainConfig's own range and consistency checks, on a stand-in run whose train
-            # file is this module (it exists; the recipe's own file is made later)
-            TrainConfig(model=self.model, train=__file__, out="out", **self.train)
-        except BindkitError as exc:
-            raise BindkitError(f"[train]: {exc}") from None
+        # TrainConfig's own range and consistency checks, on a stand-in run whose train file
+        # is this module (it exists; the recipe's own files are made later): one with a
+        # preservation file if a run has one (preserve_relational needs it), one without if a
+        # run has none
+        for preserved in sorted({run.preserved for run in self.runs}):
+            try:
+                TrainConfig(
+                    model=self.model,
+                    train=__file__,
+                    out="out",
+                    preserve=__file__ if preserved else None,
+                    **self.train,
+                )
+            except BindkitError as exc:
+                where = "" if preserved else " (a run without preservation)"
+                raise BindkitError(f"[train]{where}: {exc}") from None
 
     @property
     def panel_rows(self) -> tuple[str, ...]:
