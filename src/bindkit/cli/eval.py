@@ -103,13 +103,19 @@ def register(commands: Any) -> None:
     ev.add_argument("-q", "--quiet", action="store_true", help="print only the final table")
     ev.set_defaults(handler=_eval)
 
-    rep = commands.add_parser("report", help="merge result files into tables and plots")
+    rep = commands.add_parser(
+        "report",
+        help="merge result files into tables and plots",
+        description="Read every result file under RESULTS (any depth) and write one report: "
+        "Markdown (default RESULTS/report.md), HTML, CSV, LaTeX or a static results site, "
+        "with the SABER by-N plot beside it.",
+    )
     rep.add_argument("results", type=Path, help="directory of result files (any depth)")
     rep.add_argument(
         "--out",
         type=Path,
         default=None,
-        help="report file: .md (default RESULTS/report.md), .html, .csv or .tex; or a folder "
+        help="report file: .md (default: RESULTS/report.md), .html, .csv or .tex; or a folder "
         "(no suffix, e.g. site/) for a static results site: sortable tables, provenance per "
         "score, the result files",
     )
