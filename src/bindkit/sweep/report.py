@@ -184,7 +184,7 @@ def _optuna_plot(study: Any, config: SweepConfig) -> bytes | None:
             axes = views.plot_pareto_front(study, target_names=objectives)
         else:
             axes = views.plot_optimization_history(study, target_name=objectives[0])
-    figure = axes.get_figure()
+    figure: Any = axes.get_figure()
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=120)
