@@ -49,3 +49,28 @@ def test_a_model_not_downloaded_names_the_download_command() -> None:
 
     with pytest.raises(BindkitError, match=r"`hf download someone/no-such-model`"):
         require_checkpoint("someone/no-such-model", "st")
+
+
+def test_eval_device_maps_to_each_spec() -> None:
+    from bindkit.cli.eval import with_device
+
+    assert with_device("st:default", "cpu") == "st:default+device=cpu"
+    assert (
+        with_device("builtin:tiny-clip+dim=8", "cuda:1") == "builtin:tiny-clip+dim=8+device=cuda:1"
+    )
+    assert with_device("st:default+device=cuda:1", "cpu") == "st:default+device=cuda:1"
+    assert with_device("bow", "cuda") == "bow"  # no torch model: nothing to place
+    assert with_device("st:default", None) == "st:default"
+
+
+def test_eval_device_runs_and_refuses_in_one_line(
+    small_saber: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch = pytest.importorskip("torch")
+    args = ["eval", "--model", "builtin:tiny-clip", "--model", "bow", "--data", str(small_saber)]
+    args += ["--pairings", "tt", "--no-cache", "--no-report", "-q"]
+    assert main([*args, "--device", "cpu", "--out", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    if not torch.cuda.is_available():
+        err = _error([*args, "--device", "cuda", "--out", str(tmp_path / "r2")], capsys)
+        assert "device='cuda'" in err and "CUDA build of torch" in err
