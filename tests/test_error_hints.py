@@ -74,3 +74,23 @@ def test_eval_device_runs_and_refuses_in_one_line(
     if not torch.cuda.is_available():
         err = _error([*args, "--device", "cuda", "--out", str(tmp_path / "r2")], capsys)
         assert "device='cuda'" in err and "CUDA build of torch" in err
+
+
+def test_render_against_nothing_listening_stops_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A refused connection is not retried (5 retries would take 62 s per image)."""
+    import socket
+    import time
+
+    pytest.importorskip("httpx")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    saber = tmp_path / "saber"
+    assert main(["saber", "generate", "--out", str(saber), "--per-n", "2", "-q"]) == 0
+    started = time.monotonic()
+    args = ["saber", "render", str(saber), "--backend", "openai", "--model", "m", "-q"]
+    err = _error([*args, "--base-url", f"http://127.0.0.1:{port}/v1"], capsys)
+    assert time.monotonic() - started < 20
+    assert "cannot connect" in err and "rerun the same command to resume" in err
