@@ -94,3 +94,24 @@ def test_render_against_nothing_listening_stops_at_once(
     err = _error([*args, "--base-url", f"http://127.0.0.1:{port}/v1"], capsys)
     assert time.monotonic() - started < 20
     assert "cannot connect" in err and "rerun the same command to resume" in err
+
+
+def test_open_clip_weights_not_downloaded_name_the_download(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from bindkit.embed.backends.open_clip import OpenClipEmbedder, import_open_clip
+    from bindkit.errors import BindkitError
+
+    open_clip = import_open_clip()
+
+    def offline(*_args: object, **_kwargs: object) -> None:
+        logging.error("Failed to download weights for tag 'openai'")  # as open_clip does
+        raise RuntimeError("Failed to download weights for tag 'openai'")
+
+    monkeypatch.setattr(open_clip, "create_model", offline)
+    with pytest.raises(BindkitError, match=r"`hf download timm/vit_base_patch32_clip_224\.openai`"):
+        OpenClipEmbedder("ViT-B-32/openai", device="cpu", spec="open_clip:ViT-B-32/openai")
+    # the library's own "ERROR:root:" line is not printed beside bindkit's
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
