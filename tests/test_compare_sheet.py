@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from bindkit.saber.io import read_saber
 
 
@@ -60,3 +62,12 @@ def test_correct_of_reads_the_task(small_saber: Path) -> None:
     assert correct_of(resolve, mcq.id) == {mcq.id + "-c1"}
     assert correct_of(resolve, "nothing") == frozenset()
     assert correct_of(lambda item: ("id", item), mcq.id) == frozenset()  # a plain resolver
+
+
+def test_a_mistyped_task_gets_did_you_mean(small_saber: Path, tmp_path: Path) -> None:
+    from bindkit.errors import BindkitError
+    from bindkit.results.compare import compare_results
+
+    _result(tmp_path / "a", "m1", small_saber, [1.0, 0.0])
+    with pytest.raises(BindkitError, match=r"holds no sabre result; did you mean --task saber\?"):
+        compare_results(tmp_path / "a", tmp_path / "a", task="sabre")

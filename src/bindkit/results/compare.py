@@ -112,11 +112,18 @@ def find_result(
     from bindkit.results.records import instruction_of
 
     skipped: list[str] = []
-    found = [(p, r) for p, r in collect_paths(root, skipped.append) if r["task"] == task]
+    every = list(collect_paths(root, skipped.append))
+    found = [(p, r) for p, r in every if r["task"] == task]
     if not found:
+        import difflib
+
         unusable = f" ({skipped[0].removeprefix('warning: ')})" if skipped else ""
+        tasks = sorted({str(r["task"]) for _, r in every})
+        close = difflib.get_close_matches(task, tasks, n=1)
+        there = f"; did you mean --task {close[0]}?" if close else ""
+        there += f" (it holds {', '.join(tasks)})" if tasks else ""
         raise BindkitError(
-            f"{root}: holds no {task} result{unusable}; pass the --out of `bindkit eval`"
+            f"{root}: holds no {task} result{unusable}{there}; pass the --out of `bindkit eval`"
         )
     for what, wanted, get in (
         ("--subset", subset, lambda r: str(r.get("subset"))),
