@@ -9,14 +9,15 @@ How each block is checked:
   option, a missing required argument or a wrong sub-command fails. Synopsis lines are normalised
   first: continuation lines (indented) join the line before, ``# comments`` go, optional
   ``[...]`` brackets are dropped (their contents kept), a ``...`` repetition mark goes, and of
-  ``A|B`` alternatives the first is taken.
+  ``A|B`` alternatives the first is taken, and an upper-case placeholder of a numeric option
+  (``--batch-size N``) becomes ``1``.
 - A shell block whose marker says ``run`` also runs each of its ``bindkit`` and ``python -c``
   lines for real, in order, in one temporary folder (after its ``setup=``), and every line must
-  exit 0. In the default suite the lines are shrunk so a block takes seconds (``SHRINK``:
+  exit 0. In the default suite the lines are shrunk so a block takes seconds (``shrink``:
   ``saber generate`` gets ``--per-n 2``, a SABER ``eval`` without ``--data`` gets a small set,
   ``train`` gets ``--max-steps 2`` and, without a LiNeS option, ``--lines-alpha 1``); under
   ``-m slow`` every run block runs exactly as written.
-  ``pip`` and ``python -m pytest`` lines are not run.
+  ``pip``, ``export`` and ``python -m pytest`` lines are not run.
 
 A marker is an HTML comment (invisible on GitHub) on the line right before the opening fence::
 
