@@ -138,14 +138,19 @@ def test_openai_backend_retries_limits_and_resumes(
     assert len(api.requests) - before == 3 * len(failing)  # only the failures are retried
 
 
-def test_openai_gives_up_after_retries(tmp_path: Path) -> None:
+def test_openai_refused_connection_stops_without_retries(tmp_path: Path) -> None:
+    """Nothing listening: no retry (a closed port stays closed), and the render stops (fatal);
+    5xx and timeouts are retried (above)."""
+    from bindkit.saber.render.openai import EndpointUnreachable
+
     generate_saber(tmp_path, seed=0, per_n=2, n_max=2, vocab="shapes")
     mcq = read_saber(tmp_path).mcqs[0]
     backend = OpenAIImagesBackend(
-        model="m", base_url="http://127.0.0.1:9", retries=1, backoff=0.0, timeout=1.0
+        model="m", base_url="http://127.0.0.1:9", retries=5, backoff=30.0, timeout=1.0
     )
-    with pytest.raises(BindkitError, match="gave up after 2 attempts"):
+    with pytest.raises(EndpointUnreachable, match="cannot connect") as raised:
         backend.render(mcq.query, mcq)
+    assert raised.value.fatal
 
 
 def test_openai_options_are_checked() -> None:

@@ -12,10 +12,12 @@ user never sees a traceback for a full disk or a protected directory. Anything e
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from bindkit.errors import BindkitError, describe_os_error
 
@@ -49,7 +51,49 @@ def build_parser() -> argparse.ArgumentParser:
         module = import_module(f"bindkit.cli.{name}")
         if hasattr(module, "register"):
             module.register(commands)
+    for command, summary in _commands(parser):
+        _finish(command, summary)
     return parser
+
+
+def _commands(
+    parser: argparse.ArgumentParser, summary: str | None = None
+) -> list[tuple[argparse.ArgumentParser, str | None]]:
+    """Every runnable (leaf) command's parser with the one-line help its parent lists."""
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not groups:
+        return [(parser, summary)]
+    helps = {a.dest: a.help for a in groups[0]._choices_actions}
+    leaves = []
+    for name, sub in groups[0].choices.items():
+        leaves += _commands(sub, helps.get(name))
+    return leaves
+
+
+def _shown(default: object) -> str:
+    if isinstance(default, list | tuple):
+        return ", ".join(str(d) for d in default)
+    return str(default)  # a Path as its text, never its repr
+
+
+def _finish(command: argparse.ArgumentParser, summary: str | None) -> None:
+    """One convention for every command: a description (its summary line when it has none),
+    every meaningful default written out as a value (``(default: 8)``, never a Python repr),
+    and ``-q/--quiet`` (no progress output) where the command did not define it."""
+    if not command.description and summary:
+        command.description = summary[0].upper() + summary[1:] + "."
+    for action in command._actions:
+        if (
+            not action.option_strings
+            or action.nargs == 0  # flags: store_true/false/const, help, version
+            or action.default in (None, argparse.SUPPRESS, "", [], ())
+            or not action.help
+            or "default" in action.help.lower()
+        ):
+            continue
+        action.help = f"{action.help} (default: {_shown(action.default).replace('%', '%%')})"
+    if not any("-q" in a.option_strings for a in command._actions):
+        command.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
 def _suggest(parser: argparse.ArgumentParser, tokens: list[str], extras: list[str]) -> str:
@@ -76,6 +120,23 @@ def _suggest(parser: argparse.ArgumentParser, tokens: list[str], extras: list[st
     return f"; did you mean {', '.join(f'{b} for {a}' for a, b in hints)}?" if hints else ""
 
 
+@contextlib.contextmanager
+def _quiet(quiet: bool) -> Iterator[None]:
+    """``-q``: no progress output from bindkit or the libraries for the command's duration."""
+    if not quiet:
+        yield
+        return
+    before = os.environ.get("BINDKIT_PROGRESS")
+    os.environ["BINDKIT_PROGRESS"] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("BINDKIT_PROGRESS", None)
+        else:
+            os.environ["BINDKIT_PROGRESS"] = before
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
     parser = build_parser()
@@ -91,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bindkit._progress import library_progress
 
     try:
-        with library_progress():  # the libraries' tqdm bars follow bindkit's progress policy
+        with _quiet(getattr(args, "quiet", False)), library_progress():
+            # the libraries' tqdm bars follow bindkit's progress policy
             return int(handler(args))
     except BindkitError as exc:  # one line, even when a library's message had several
         print(f"bindkit: error: {' '.join(str(exc).splitlines())}", file=sys.stderr)

@@ -17,9 +17,19 @@ def add_parser(analyses: Any) -> None:
     )
     gap.add_argument("--model", required=True, help="a spec that embeds images and texts")
     gap.add_argument("--pairs", type=Path, required=True, help='JSONL {"image", "caption"} rows')
-    gap.add_argument("--layouts", default=None, help="mllm: comma-separated layouts (default all)")
-    gap.add_argument("--image-role", default="document", choices=["query", "document"])
-    gap.add_argument("--caption-role", default="query", choices=["query", "document"])
+    gap.add_argument("--layouts", default=None, help="mllm: comma-separated layouts (default: all)")
+    gap.add_argument(
+        "--image-role",
+        default="document",
+        choices=["query", "document"],
+        help="role the images are embedded in",
+    )
+    gap.add_argument(
+        "--caption-role",
+        default="query",
+        choices=["query", "document"],
+        help="role the captions are embedded in",
+    )
     gap.add_argument(
         "--instruction", default=None, help="user-level instruction (where the layout puts one)"
     )

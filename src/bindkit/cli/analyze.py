@@ -27,10 +27,15 @@ def register(commands: Any) -> None:
         "(synth examples, or synth queries whose phrases give the bindings)",
     )
     att.add_argument("--field", default=None, help="JSONL text field (default: text, else query)")
-    att.add_argument("--role", default="query", choices=["query", "document"])
+    att.add_argument(
+        "--role",
+        default="query",
+        choices=["query", "document"],
+        help="role the texts are embedded in (its prompt is part of the input)",
+    )
     att.add_argument("--instruction", default=None, help="instruction (default: the model's)")
     att.add_argument("--limit", type=int, default=None, help="use the first N texts")
-    att.add_argument("--batch-size", type=int, default=16)
+    att.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
     att.add_argument("--out", type=Path, default=Path("attention"), help="output directory")
     att.set_defaults(handler=_attention)
 

@@ -32,7 +32,7 @@ def register(commands: Any) -> None:
     )
     cmp.add_argument("--out", type=Path, default=Path("compare"), help="output directory")
     cmp.add_argument(
-        "--sheet", type=int, default=12, help="queries on the contact sheet (default 12)"
+        "--sheet", type=int, default=12, help="queries on the contact sheet (default: 12)"
     )
     cmp.set_defaults(handler=_compare)
 

@@ -106,16 +106,29 @@ def register(commands: Any) -> None:
         help="download a task's missing files first (`bindkit fetch TASK`'s plan, into --data "
         "or $BINDKIT_DATA/<task folder>; prints the licence)",
     )
+    ev.add_argument(
+        "--device",
+        default=None,
+        help="run every model on this torch device (cpu, cuda, cuda:1, mps): each spec gets "
+        "+device=DEVICE unless it names one or its backend runs no torch model (bow); "
+        "default: cuda when torch sees a GPU, else cpu",
+    )
     ev.add_argument("-q", "--quiet", action="store_true", help="print only the final table")
     ev.set_defaults(handler=_eval)
 
-    rep = commands.add_parser("report", help="merge result files into tables and plots")
+    rep = commands.add_parser(
+        "report",
+        help="merge result files into tables and plots",
+        description="Read every result file under RESULTS (any depth) and write one report: "
+        "Markdown (default RESULTS/report.md), HTML, CSV, LaTeX or a static results site, "
+        "with the SABER by-N plot beside it.",
+    )
     rep.add_argument("results", type=Path, help="directory of result files (any depth)")
     rep.add_argument(
         "--out",
         type=Path,
         default=None,
-        help="report file: .md (default RESULTS/report.md), .html, .csv or .tex; or a folder "
+        help="report file: .md (default: RESULTS/report.md), .html, .csv or .tex; or a folder "
         "(no suffix, e.g. site/) for a static results site: sortable tables, provenance per "
         "score, the result files",
     )
@@ -184,6 +197,15 @@ def task_plan(
     return [(name, path) for name, path in zip(names, given, strict=True)]
 
 
+def with_device(spec: str, device: str | None) -> str:
+    """``spec`` with ``+device=device`` when the backend takes one and the spec names none."""
+    from bindkit.embed.registry import Spec, takes_option
+
+    if device is None or "device" in Spec.parse(spec).options:
+        return spec
+    return f"{spec}+device={device}" if takes_option(spec, "device") else spec
+
+
 def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[str, Any]]:
     from bindkit.evaluation import evaluate
     from bindkit.results.instructions import read_instructions
@@ -195,7 +217,7 @@ def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[st
     records: list[dict[str, Any]] = []
     for index, (task, (_name, data)) in enumerate(zip(tasks, plan, strict=True)):
         records += evaluate(
-            args.model,
+            [with_device(spec, args.device) for spec in args.model],
             task=task,
             data=data,
             pairings=args.pairings,

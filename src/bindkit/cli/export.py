@@ -32,7 +32,8 @@ def register(commands: Any) -> None:
         sub.add_argument(
             "--license",
             default=None,
-            help="licence id for the card (default: mit; clusters: other, as their input's)",
+            help="licence id for the card (default: "
+            + ("other, as the mined input's)" if kind == "clusters" else "mit)"),
         )
         sub.add_argument(
             "--overwrite", action="store_true", help="replace an earlier export in --out"

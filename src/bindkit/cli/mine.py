@@ -20,13 +20,13 @@ def register(commands: Any) -> None:
         "--data", required=True, help="JSONL rows: query, positive, optional label/instruction/task"
     )
     parser.add_argument("--out", required=True, help="the clusters JSONL to write")
-    parser.add_argument("--method", default="saha", choices=METHODS, help="miner (default saha)")
-    parser.add_argument("--k", type=int, default=7, help="negatives per cluster (default 7)")
+    parser.add_argument("--method", default="saha", choices=METHODS, help="miner (default: saha)")
+    parser.add_argument("--k", type=int, default=7, help="negatives per cluster (default: 7)")
     parser.add_argument(
-        "--m", type=int, default=4, help="pool multiplier: m·k candidates (default 4)"
+        "--m", type=int, default=4, help="pool multiplier: m·k candidates (default: 4)"
     )
     parser.add_argument(
-        "--margin", type=float, default=0.05, help="hn-margin: relative margin (default 0.05)"
+        "--margin", type=float, default=0.05, help="hn-margin: relative margin (default: 0.05)"
     )
     parser.add_argument(
         "--no-label-filter",

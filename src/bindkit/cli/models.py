@@ -8,7 +8,10 @@ from typing import Any
 
 def register(commands: Any) -> None:
     models = commands.add_parser(
-        "models", help="list the embedding backends and what each needs installed"
+        "models",
+        help="list the embedding backends and what each needs installed",
+        description="List every embedding backend (spec prefix), the modalities it embeds, "
+        "whether its extra is installed, an example spec and the pip extra it needs.",
     )
     models.set_defaults(handler=_models)
 
@@ -16,9 +19,19 @@ def register(commands: Any) -> None:
     cache.add_argument("--path", default=None, help="cache file (default: $BINDKIT_CACHE_DIR)")
     sub = cache.add_subparsers(title="cache commands", metavar="COMMAND")
     cache.set_defaults(handler=_list)
-    listing = sub.add_parser("list", help="models in the cache and their vector counts")
+    listing = sub.add_parser(
+        "list",
+        help="models in the cache and their vector counts",
+        description="List the models in the embedding cache (fingerprint, spec, vectors); "
+        "opens the cache read-only and never creates one.",
+    )
     listing.set_defaults(handler=_list)
-    clear = sub.add_parser("clear", help="delete cached vectors of one model or of all")
+    clear = sub.add_parser(
+        "clear",
+        help="delete cached vectors of one model or of all",
+        description="Delete the cached vectors of one model (a spec as used, or a fingerprint "
+        "prefix from `cache list`) or, with --all, of every model.",
+    )
     for parser in (listing, clear):  # `cache list --path X` works as well as `cache --path X list`
         parser.add_argument(
             "--path", default=argparse.SUPPRESS, help="cache file (default: $BINDKIT_CACHE_DIR)"

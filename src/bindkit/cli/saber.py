@@ -87,7 +87,11 @@ def _register_render(sub: Any) -> None:
     )
     ren.add_argument("directory", type=Path, help="SABER directory (from `saber generate`)")
     ren.add_argument(
-        "--backend", choices=("procedural", "diffusers", "openai"), default="procedural"
+        "--backend",
+        choices=("procedural", "diffusers", "openai"),
+        default="procedural",
+        help="procedural: shapes scenes, no model (--vocab shapes sets); diffusers: a local "
+        "text-to-image pipeline; openai: an OpenAI-compatible images endpoint",
     )
     ren.add_argument(
         "--size", type=int, default=None, help="image size (default: 256 procedural, 1024 models)"

@@ -40,7 +40,7 @@ def register(commands: Any) -> None:
     )
     lines.add_argument("adapter", help="peft adapter directory")
     lines.add_argument("--alpha", type=float, required=True, help="LiNeS alpha in [0, 1]")
-    lines.add_argument("--beta", type=float, default=None, help="LiNeS beta (default 1 - alpha)")
+    lines.add_argument("--beta", type=float, default=None, help="LiNeS beta (default: 1 - alpha)")
     lines.add_argument(
         "--num-layers",
         type=int,

@@ -219,6 +219,20 @@ def _accepted(factory: Callable[..., Any]) -> set[str]:
     return names
 
 
+def takes_option(spec: str, option: str) -> bool:
+    """Whether the backend ``spec`` names accepts ``+option=`` (False for an unknown backend,
+    a plugin or a bare model id, which are left as they are)."""
+    backend = BACKENDS.get(Spec.parse(spec).name)
+    if backend is None:
+        return False
+    module, _, attr = backend.target.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except ImportError:  # its extra is missing: loading it says so
+        return False
+    return option in _accepted(factory)
+
+
 def load_embedder(
     spec: str,
     *,

@@ -166,5 +166,5 @@ def require_checkpoint(name: str, prefix: str, known: Sequence[str] = ()) -> Non
     hint = f"did you mean {', '.join(f'{prefix}:{c}' for c in close)}? " if close else ""
     raise BindkitError(
         f"{prefix}:{name}: not a local directory and not in the Hugging Face cache, and {reason}; "
-        f"{hint}give a local model directory or download the model first"
+        f"{hint}give a local model directory, or download it first: `hf download {name}`"
     )

@@ -112,11 +112,18 @@ def find_result(
     from bindkit.results.records import instruction_of
 
     skipped: list[str] = []
-    found = [(p, r) for p, r in collect_paths(root, skipped.append) if r["task"] == task]
+    every = list(collect_paths(root, skipped.append))
+    found = [(p, r) for p, r in every if r["task"] == task]
     if not found:
+        import difflib
+
         unusable = f" ({skipped[0].removeprefix('warning: ')})" if skipped else ""
+        tasks = sorted({str(r["task"]) for _, r in every})
+        close = difflib.get_close_matches(task, tasks, n=1)
+        there = f"; did you mean --task {close[0]}?" if close else ""
+        there += f" (it holds {', '.join(tasks)})" if tasks else ""
         raise BindkitError(
-            f"{root}: holds no {task} result{unusable}; pass the --out of `bindkit eval`"
+            f"{root}: holds no {task} result{unusable}{there}; pass the --out of `bindkit eval`"
         )
     for what, wanted, get in (
         ("--subset", subset, lambda r: str(r.get("subset"))),
@@ -244,9 +251,26 @@ def largest(c: Comparison, n: int) -> list[int]:
 Resolver = Callable[[str], tuple[str, str]]
 
 
+@dataclass
+class _Resolve:
+    """A :data:`Resolver` that also knows each query's correct candidates (``correct``)."""
+
+    function: Resolver
+    correct: dict[str, frozenset[str]]
+
+    def __call__(self, item: str) -> tuple[str, str]:
+        return self.function(item)
+
+
+def correct_of(resolve: Resolver, query: str) -> frozenset[str]:
+    """The candidate ids the task calls correct for ``query`` (empty when it names none)."""
+    return resolve.correct.get(query, frozenset()) if isinstance(resolve, _Resolve) else frozenset()
+
+
 def resolver(record: dict[str, Any], warn: Callable[[str], None] | None = None) -> Resolver:
     """id → ("text", text) / ("image", path) / ("id", id), from the result's recorded data
-    source and image root (reloaded through its task); ids only when the data is gone."""
+    source and image root (reloaded through its task); ids only when the data is gone. It also
+    carries each query's correct candidates where the task names them (:func:`correct_of`)."""
     from bindkit.tasks.base import get_task
 
     data = record["data"]
@@ -254,13 +278,16 @@ def resolver(record: dict[str, Any], warn: Callable[[str], None] | None = None) 
     options = record.get("options")
     root = options.get("image_root") if isinstance(options, dict) else None
     table: dict[str, tuple[str, str]] = {}
+    correct: dict[str, frozenset[str]] = {}
     try:
         task = get_task(record["task"])
         path = None if source.startswith("builtin:") else Path(source)
         dataset = task.load(path, image_root=None if root is None else Path(root))
         if dataset.sha256 != data.get("sha256") and warn is not None:
             warn(f"warning: {source}: changed since the result was computed; the sheet shows it")
-        table = task.describe_ids(dataset, str(record.get("subset")), str(record["pairing"]))
+        subset, pairing = str(record.get("subset")), str(record["pairing"])
+        table = task.describe_ids(dataset, subset, pairing)
+        correct = task.correct_ids(dataset, subset, pairing)
     except (BindkitError, OSError) as exc:
         if warn is not None:
             warn(f"warning: {source}: cannot be read for the contact sheet ({exc}); ids only")
@@ -281,7 +308,7 @@ def resolver(record: dict[str, Any], warn: Callable[[str], None] | None = None) 
                 return "image", str(found)
         return "id", item
 
-    return resolve
+    return _Resolve(resolve, correct)
 
 
 def per_query_csv(c: Comparison) -> str:
@@ -313,7 +340,11 @@ def sheet_html(c: Comparison, rows: list[int], resolve: Resolver, out: Path) -> 
         for side in (c.a, c.b):
             j = side.scores.ids.index(q)
             top = side.scores.top[j] if side.scores.top else ()
-            cells = "".join(f"<td>{_cell_html(resolve(t), out)}</td>" for t in top)
+            right = correct_of(resolve, q)
+            cells = "".join(
+                f"<td{' class=correct' if t in right else ''}>{_cell_html(resolve(t), out)}</td>"
+                for t in top
+            )
             tops.append(cells or "<td>(no top-5 recorded)</td>")
         body.append(
             f"<tr><th rowspan='2'>{html.escape(q)}<br>{_cell_html(resolve(q), out)}<br>"
@@ -324,13 +355,14 @@ def sheet_html(c: Comparison, rows: list[int], resolve: Resolver, out: Path) -> 
     style = (
         "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;max-width:14em}"
-        ".who{font-weight:bold}"
+        ".who{font-weight:bold}.correct{border:3px solid #2a2}"
     )
     title = html.escape(summary_table(c).title)
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
         f"<style>{style}</style></head><body><h1>{title}</h1><p>Queries with the largest "
-        f"difference; each row: the query, then each model's top-5, best first.</p>"
+        f"difference; each row: the query with each model's per-query {html.escape(c.metric)}, "
+        f"then each model's top-5, best first; a green frame marks the correct candidate.</p>"
         f"<table>{''.join(body)}</table></body></html>\n"
     )
 
@@ -352,16 +384,26 @@ def sheet_png(c: Comparison, rows: list[int], resolve: Resolver, path: Path) -> 
     )
     for r, i in enumerate(rows):
         q = c.ids[i]
-        cells = [(resolve(q), f"{q}\nA {c.a_values[i]:.3f} B {c.b_values[i]:.3f}")]
+        right = correct_of(resolve, q)
+        cells = [(resolve(q), f"{q}\n{a} {c.a_values[i]:.3f} · {b} {c.b_values[i]:.3f}", False)]
         for name, side in ((a, c.a), (b, c.b)):
             j = side.scores.ids.index(q)
             top = list(side.scores.top[j]) if side.scores.top else []
             top += [""] * (max(k, 1) - len(top))
-            cells += [(resolve(t) if t else ("id", ""), f"{name} #{n + 1}" if t else "")
-                      for n, t in enumerate(top)]  # fmt: skip
-        for ax, (shown, caption) in zip(axes[r], cells, strict=True):
+            cells += [(resolve(t) if t else ("id", ""), f"{name} #{n + 1}" if t else "",
+                       t in right) for n, t in enumerate(top)]  # fmt: skip
+        for ax, (shown, caption, is_correct) in zip(axes[r], cells, strict=True):
             _draw(ax, shown)
-            ax.set_title(caption, fontsize=5)
+            ax.set_title(caption + (" ✓ correct" if is_correct else ""), fontsize=6)
+            if is_correct:
+                for spine in ax.spines.values():
+                    spine.set_edgecolor("#2a2")
+                    spine.set_linewidth(3)
+    fig.suptitle(
+        f"{summary_table(c).title}: per query, each model's {c.metric}, then each model's "
+        "top candidates, best first (green frame: the correct candidate)",
+        fontsize=8,
+    )
     fig.tight_layout()
     return atomic_write_figure(fig, path, dpi=110)
 
@@ -380,7 +422,7 @@ def _draw(ax: Any, shown: tuple[str, str]) -> None:
             return
         except (ImportError, OSError):
             value = os.path.basename(value)
-    ax.text(0.5, 0.5, textwrap.fill(value, 22), ha="center", va="center", fontsize=5, wrap=True)
+    ax.text(0.5, 0.5, textwrap.fill(value, 20), ha="center", va="center", fontsize=6, wrap=True)
 
 
 def write_comparison(

@@ -360,27 +360,38 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 def by_n_series(
     records: list[dict[str, Any]],
 ) -> dict[str, list[tuple[str, int, list[int], list[float]]]]:
-    """Per SABER pairing: (model, colour index, N values, MCQ accuracy %) per model. A model keeps
-    its colour index in every panel (models in order of first appearance)."""
+    """Per SABER pairing: (line label, colour index, N values, MCQ accuracy %) per model and data
+    set. A model keeps its colour index in every panel (models in order of first appearance);
+    with several SABER data sets the label also names the data set (``st:default · shapes``),
+    so no two lines share a legend entry."""
     saber = [r for r in _latest(records) if r["task"] == "saber"]
+    saber = [r for r in saber if isinstance(r["scores"].get("mcq_accuracy_by_n"), dict)]
     colours = {m: i for i, m in enumerate(dict.fromkeys(label(r) for r in saber))}
+    names = data_labels(saber)
+    several = len({data_id(r) for r in saber}) > 1
     out: dict[str, list[tuple[str, int, list[int], list[float]]]] = {}
     for p in [p for p in PAIRING_ORDER if any(r["pairing"] == p for r in saber)]:
         series = []
         for r in saber:
-            by_n = r["scores"].get("mcq_accuracy_by_n")
-            if r["pairing"] != p or not isinstance(by_n, dict):
+            by_n = r["scores"]["mcq_accuracy_by_n"]
+            if r["pairing"] != p:
                 continue
             ns = sorted(int(n) for n in by_n if str(n).isdigit() and _number(by_n[n]) is not None)
             values = [100 * float(by_n[str(n)]) for n in ns]
-            series.append((label(r), colours[label(r)], ns, values))
-        out[p] = sorted(series, key=lambda s: s[1])
+            name = f"{label(r)} · {names[data_id(r)]}" if several else label(r)
+            series.append((name, colours[label(r)], ns, values))
+        out[p] = sorted(series, key=lambda s: (s[1], s[0]))
     return out
+
+
+_DASHES = ("-", "--", ":", "-.")
 
 
 def by_n_figure(records: list[dict[str, Any]]) -> Any:
     """The matplotlib figure of :func:`plot_by_n` (None without SABER results or matplotlib):
-    one panel per pairing, each with its own legend, a model in the same colour everywhere."""
+    one panel per pairing, each with its own legend under the axes (never over a line), a model
+    in the same colour everywhere, a data set in the same dash pattern, the chance level (one
+    of four candidates) labelled."""
     series = by_n_series(records)
     if not series:
         return None
@@ -392,19 +403,29 @@ def by_n_figure(records: list[dict[str, Any]]) -> Any:
     except ImportError:
         return None
     palette = plt.get_cmap("tab10" if max(len(s) for s in series.values()) <= 10 else "tab20")
-    fig, axes = plt.subplots(1, len(series), figsize=(4.2 * len(series), 3.4), squeeze=False)
+    data_names = sorted(
+        {name.split(" · ", 1)[1] for s in series.values() for name, *_ in s if " · " in name}
+    )
+    rows = max(len(s) for s in series.values()) + 1
+    fig, axes = plt.subplots(
+        1,
+        len(series),
+        figsize=(4.2 * len(series), 3.4 + 0.17 * rows),
+        squeeze=False,
+        layout="constrained",
+    )
     for ax, (p, lines) in zip(axes[0], series.items(), strict=True):
-        for model, colour, ns, values in lines:
-            ax.plot(ns, values, marker="o", label=model, color=palette(colour % palette.N))
+        for name, colour, ns, values in lines:
+            dash = name.split(" · ", 1)[1] if " · " in name else ""
+            style = _DASHES[data_names.index(dash) % len(_DASHES)] if dash else "-"
+            ax.plot(ns, values, marker="o", ls=style, label=name, color=palette(colour % palette.N))
         ax.set_title(f"SABER {PAIRING_NAMES[p]}")
         ax.set_xlabel("bindings N")
         ax.set_ylabel("MCQ accuracy (%)")
         ax.set_ylim(0, 100)
-        ax.axhline(25, color="gray", lw=0.8, ls=":")
+        ax.axhline(25, color="gray", lw=0.8, ls=":", label="chance (1 of 4)")
         ax.grid(alpha=0.3)
-        if lines:
-            ax.legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False, ncol=1)
     return fig
 
 

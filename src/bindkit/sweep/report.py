@@ -1,6 +1,7 @@
 """The sweep's outputs: ``sweep.csv`` and ``sweep.md`` (one row per trial and LiNeS α, every
-panel score, the Pareto front marked) and ``sweep.png`` (the first two objectives, base model and
-front marked)."""
+panel score, the Pareto front marked, Optuna's own ``best_trials``), ``sweep.png`` (the first two
+objectives, base model and front marked, every point named by its trial and α) and
+``sweep_optuna.png`` (Optuna's matplotlib view of the study, axes named by the objectives)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,11 @@ def write_outputs(study: Any, config: SweepConfig, out: Path) -> list[Path]:
         "",
         *_markdown(front, names),
         "",
+        "Optuna's own best trials (`study.best_trials`, over the raw adapters it ranks; the "
+        "front above also holds the LiNeS points): "
+        + (", ".join(f"T{n}" for n in optuna_best(study)) or "none yet")
+        + ". Its view of the study: `sweep_optuna.png`.",
+        "",
         "## All trials",
         "",
         *_markdown(table, names),
@@ -105,7 +111,12 @@ def write_outputs(study: Any, config: SweepConfig, out: Path) -> list[Path]:
     atomic_write_text(out / "sweep.md", "\n".join(lines))
     plot = out / "sweep.png"
     atomic_write_bytes(plot, _plot(table, config))
-    return [out / "sweep.md", out / "sweep.csv", plot]
+    written = [out / "sweep.md", out / "sweep.csv", plot]
+    optuna_view = _optuna_plot(study, config)
+    if optuna_view is not None:
+        atomic_write_bytes(out / "sweep_optuna.png", optuna_view)
+        written.append(out / "sweep_optuna.png")
+    return written
 
 
 def _markdown(table: list[dict[str, Any]], names: list[str]) -> list[str]:
@@ -117,6 +128,68 @@ def _markdown(table: list[dict[str, Any]], names: list[str]) -> list[str]:
         "|" + "---|" * len(shown),
         *("| " + " | ".join(_cell(r.get(n, "")) for n in shown) + " |" for r in table),
     ]
+
+
+def point_names(
+    scored: list[dict[str, Any]], x_name: str, y_name: str
+) -> dict[tuple[float, float], str]:
+    """Each plotted position → the points on it, ``T3`` for trial 3's raw adapter and
+    ``T3 α0.5`` for a LiNeS copy; equal points share one label (``T0, T1 α0.5``)."""
+    names: dict[tuple[float, float], list[str]] = {}
+    for r in scored:
+        position = (float(r[x_name]), float(r[y_name]))
+        alpha = float(r["alpha"])
+        name = f"T{r['trial']}" if alpha == 1.0 else f"T{r['trial']} α{alpha:g}"
+        names.setdefault(position, []).append(name)
+    return {position: ", ".join(found) for position, found in names.items()}
+
+
+def name_metrics(study: Any, names: list[str]) -> None:
+    """Name the study's objectives in its storage, so Optuna's dataframe, dashboard and plots
+    say "binding" and "general", not "values_0" / "Objective 0"."""
+    import warnings
+
+    import optuna
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names(names)
+
+
+def optuna_best(study: Any) -> list[int]:
+    """Optuna's own best trials (its Pareto front over the raw adapters it was told about)."""
+    try:
+        return sorted(t.number for t in study.best_trials)
+    except ValueError:  # no completed trial yet
+        return []
+
+
+def _optuna_plot(study: Any, config: SweepConfig) -> bytes | None:
+    """Optuna's matplotlib view of the study (its Pareto front with two or more objectives,
+    its optimisation history with one), named with the objectives; None before any trial."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.visualization import matplotlib as views
+
+    if not any(t.state.name == "COMPLETE" for t in study.get_trials(deepcopy=False)):
+        return None
+    objectives = list(config.objectives)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # optuna marks its matplotlib views experimental
+        if len(objectives) >= 2:
+            axes = views.plot_pareto_front(study, target_names=objectives)
+        else:
+            axes = views.plot_optimization_history(study, target_name=objectives[0])
+    figure: Any = axes.get_figure()
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    plt.close(figure)
+    return buffer.getvalue()
 
 
 def _plot(table: list[dict[str, Any]], config: SweepConfig) -> bytes:
@@ -152,14 +225,22 @@ def _plot(table: list[dict[str, Any]], config: SweepConfig) -> bytes:
 
         axes.set_xlabel("trial (base = -1)")
         axes.set_ylabel(label(y_name))
+    if base:  # hollow and underneath, so a trial scoring as the base model stays visible
+        axes.scatter(
+            *xy([base]), marker="*", s=260, facecolors="none", edgecolors="black", zorder=1,
+            label="base model",
+        )  # fmt: skip
     if scored:
-        axes.scatter(*xy(scored), s=18, color="0.6", label="trial × LiNeS α")
+        axes.scatter(*xy(scored), s=18, color="0.45", label="trial × LiNeS α", zorder=3)
     front = sorted((r for r in scored if r.get("front") == "yes"), key=lambda r: float(r[x_name]))
     if front:
-        axes.plot(*xy(front), "o-", color="tab:red", ms=5, label="Pareto front")
-    if base:
-        axes.scatter(*xy([base]), marker="*", s=160, color="black", label="base model", zorder=3)
-    axes.set_title(f"sweep {config.name}: {len(scored)} points")
+        axes.plot(*xy(front), "o-", color="tab:red", ms=5, label="Pareto front", zorder=2)
+    names = point_names(scored, x_name, y_name)
+    for (x, y), name in names.items():
+        axes.annotate(name, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7)
+    axes.set_title(
+        f"sweep {config.name}: {len(scored)} points at {len(names)} positions", fontsize=10
+    )
     axes.legend(loc="best", fontsize=8)
     axes.grid(alpha=0.3)
     figure.tight_layout()

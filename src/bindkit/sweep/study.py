@@ -500,4 +500,7 @@ def _open_study(config: SweepConfig, url: str, seed: int | None) -> tuple[Any, A
     else:
         study.set_user_attr("definition", definition)
     study.set_user_attr("objectives", list(config.objectives))
+    from bindkit.sweep.report import name_metrics  # Optuna's tools name them, not "Objective 0"
+
+    name_metrics(study, list(config.objectives))
     return study, rdb

@@ -212,6 +212,11 @@ class Task(ABC):
         not in it is shown as it is."""
         return {}
 
+    def correct_ids(self, dataset: Dataset, subset: str, pairing: str) -> dict[str, frozenset[str]]:
+        """Query id → the ids of its correct candidates, which ``bindkit compare``'s contact
+        sheet marks; empty where the task does not name them."""
+        return {}
+
 
 def embed(
     embedder: Embedder,

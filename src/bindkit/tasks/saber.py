@@ -136,6 +136,15 @@ class SaberTask(Task):
         out = {c.id: shown(c, candidate_modality) for m in saber.mcqs for c in m.candidates}
         return out | {m.id: shown(m.query, query_modality) for m in saber.mcqs}
 
+    def correct_ids(self, dataset: Dataset, subset: str, pairing: str) -> dict[str, frozenset[str]]:
+        """Each MCQ's binding-preserving candidate (the MCQ's answer; for retrieval, the exact
+        match)."""
+        saber: SaberSet = dataset.payload
+        return {
+            m.id: frozenset(c.id for c in m.candidates if c.role == "binding_preserving")
+            for m in saber.mcqs
+        }
+
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         from bindkit.results.records import group_by_data
 

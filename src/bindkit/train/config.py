@@ -245,7 +245,7 @@ class BaseTrainConfig:
                     value = str(local)
                     setattr(self, name, value)
             if value is not None and not Path(value).is_file():
-                raise BindkitError(f"--{_flag(name)} {value}: file not found")
+                raise BindkitError(f"--{_flag(name)} {value}: file not found{_MAKES.get(name, '')}")
 
     def check_modes(self) -> None:
         """Refuse an option set away from its default in a mode where it has no effect.
@@ -357,6 +357,15 @@ class ClusterTrainConfig(BaseTrainConfig):
     chunk_size: int = _default(BaseTrainConfig, "chunk_size", 32)
     lora_r: int = _default(BaseTrainConfig, "lora_r", 8)
     lora_alpha: float = _default(BaseTrainConfig, "lora_alpha", 16.0)
+
+
+# what writes each data file, for its "file not found"
+_MAKES = {
+    "train": "; `bindkit synth generate --n 1000 --out DIR` writes DIR/train.jsonl and val.jsonl "
+    "(`bindkit demo finetune --out demo` writes demo/data/)",
+    "val": "; `bindkit synth generate --n 1000 --out DIR` writes DIR/val.jsonl",
+    "sts": "; `bindkit fetch sts` downloads SICK",
+}
 
 
 def _flag(name: str) -> str:

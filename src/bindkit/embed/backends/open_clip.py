@@ -224,10 +224,23 @@ class OpenClipEmbedder(TorchEmbedder):
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if model is None:
             open_clip = import_open_clip()
+            import logging
+
+            quiet = logging.getLogger().level  # open_clip logs the failure before raising it
+            logging.getLogger().setLevel(logging.CRITICAL)
             try:
                 model = open_clip.create_model(arch, pretrained=self.pretrained, device=self.device)
             except RuntimeError as exc:
-                raise BindkitError(f"open_clip:{name}: cannot load ({exc})") from exc
+                hub = (open_clip.get_pretrained_cfg(arch, self.pretrained or "") or {}).get(
+                    "hf_hub"
+                )
+                fetch = f"`hf download {hub.rstrip('/')}` once, or " if hub else ""
+                raise BindkitError(
+                    f"open_clip:{name}: cannot load ({exc}); {fetch}give a local checkpoint: "
+                    f"open_clip:{arch}/PATH/open_clip_pytorch_model.bin"
+                ) from exc
+            finally:
+                logging.getLogger().setLevel(quiet)
             tokenizer = open_clip.get_tokenizer(arch)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer

@@ -1,7 +1,8 @@
 """Any OpenAI-compatible image endpoint (``POST {base_url}/images/generations``).
 
 Requests run concurrently (``--workers``); a rate limit (429), a server error (5xx), a timeout or
-a dropped connection is retried with exponential backoff; any other error fails that item only.
+a dropped connection is retried with exponential backoff; a refused connection (nothing
+listening) stops the render at once; any other error fails that item only.
 A total deadline stops the whole render when no image has arrived for ``deadline`` seconds (900
 by default, ``--deadline``): a server that accepts connections and never answers fails with one
 line naming the endpoint instead of retrying for hours. The API key comes from ``--api-key`` or
@@ -28,6 +29,13 @@ _local = threading.local()
 
 class EndpointDeadline(BindkitError):
     """No image arrived for the whole deadline: the render stops (not just this item)."""
+
+    fatal = True
+
+
+class EndpointUnreachable(BindkitError):
+    """Nothing answers at the endpoint (connection refused, no route): the render stops at once,
+    as a retry a few seconds later would meet the same closed port."""
 
     fatal = True
 
@@ -151,7 +159,12 @@ class OpenAIImagesBackend:
                     headers=headers,
                     timeout=self.timeout,
                 )
-            except httpx.TransportError as exc:  # timeouts, refused or dropped connections
+            except httpx.ConnectError as exc:  # nothing listening, or no route to it
+                raise EndpointUnreachable(
+                    f"{url}: cannot connect ({exc or type(exc).__name__}); check that the server "
+                    "is up and --base-url is right, then rerun the same command to resume"
+                ) from None
+            except httpx.TransportError as exc:  # timeouts and dropped connections
                 problem = f"{type(exc).__name__}: {exc}"
                 continue
             if response.status_code in _RETRYABLE:

@@ -16,6 +16,7 @@ class TextFileTask(Task):
     """A benchmark whose data is one text file, checked as it is read."""
 
     needs: ClassVar[str] = "FILE"  # what --data must be, in the error when it is not given
+    makes: ClassVar[str] = ""  # "; the command that writes such a file", for the same error
 
     @abstractmethod
     def read(self, path: Path) -> Any:
@@ -23,6 +24,10 @@ class TextFileTask(Task):
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         if data is None:
-            raise DataFormatError(f"--task {self.metadata.name} needs --data {self.needs}")
+            name = self.metadata.name
+            how = (
+                f"; `bindkit fetch {name}` downloads it" if self.metadata.fetchable else self.makes
+            )
+            raise DataFormatError(f"--task {name} needs --data {self.needs}{how}")
         rows = self.read(data)  # read first: a missing or bad file is named by the reader
         return Dataset(data.stem, sha256_file(data), str(data), rows)

@@ -59,6 +59,7 @@ class TripletTask(TextFileTask):
     )
 
     needs = "FILE.jsonl"
+    makes = "; `bindkit synth generate --n 1000 --out DIR` writes DIR/test.jsonl (and train, val)"
 
     def read(self, path: Path) -> list[dict[str, Any]]:
         return read_triplets(path)
