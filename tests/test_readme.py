@@ -293,7 +293,7 @@ def test_readme_sweep_toml_is_a_valid_abridged_example(tmp_path: Path) -> None:
     assert _keys(tomllib.loads(toml.text)) <= _keys(tomllib.loads(example))
     (tmp_path / "demo" / "data").mkdir(parents=True)
     row = {"query": "a red cube", "positive": "a red cube.", "negative": "a cube, red."}
-    for name in ("demo-train.jsonl", "demo-test.jsonl", "preserve.jsonl"):
+    for name in ("train-fullpararelnegLEOR.jsonl", "test-recipe.jsonl", "preserve-ctxgen.jsonl"):
         (tmp_path / "demo" / "data" / name).write_text(json.dumps(row) + "\n", encoding="utf-8")
     (tmp_path / "SICK_trial.txt").write_text("sentence_A\tsentence_B\trelatedness_score\n")
     (tmp_path / "examples").mkdir()
