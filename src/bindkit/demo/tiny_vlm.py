@@ -55,6 +55,10 @@ class TinyVlmDemoOptions:
     seed: int = 0  # LoRA init and batch order
     threads: int = 2
     progress: bool = True
+    # the same recipe on another Qwen-VL embedder (benchmarks/gpu_vlm_recipe.py: a local
+    # Qwen3-VL-Embedding-2B on a GPU); the CLI runs builtin:tiny-vlm
+    model: str = MODEL
+    lr: float = LR
 
     def __post_init__(self) -> None:
         from bindkit._checks import check_range
@@ -71,6 +75,8 @@ class TinyVlmDemoOptions:
             raise BindkitError(f"train_per_n {self.train_per_n}: must be even")
         check_range("--seed", self.seed, 0, 2**31 - 1)
         check_range("--threads", self.threads, 1, 1024)
+        if not 0 < self.lr < 1:
+            raise BindkitError(f"lr {self.lr}: must be in (0, 1)")
 
 
 def _say(options: TinyVlmDemoOptions, text: str) -> None:
@@ -110,14 +116,14 @@ def _train(options: TinyVlmDemoOptions, out: Path, rows: list[dict[str, Any]]) -
     atomic_write_bytes(data / VAL, jsonl_bytes(rows[-held:]))
     atomic_write_text(data / PRESERVE, "\n".join(single_pair_captions()) + "\n")
     config = TrainConfig(
-        model=MODEL,
+        model=options.model,
         train=str(data / TRAIN),
         val=str(data / VAL),
         preserve=str(data / PRESERVE),
         preserve_weight=PRESERVE_WEIGHT,
         preserve_batch=PRESERVE_BATCH,
         out=str(out / "run"),
-        lr=LR,
+        lr=options.lr,
         lora_r=LORA_R,
         lora_alpha=float(LORA_R),
         batch_size=BATCH,
@@ -155,10 +161,11 @@ def _run(options: TinyVlmDemoOptions, out: Path) -> dict[str, Any]:
     check_disjoint(rows, held_out)
     _say(options, f"training: {len(rows)} triplets from {len(train)} of {len(drawn)} MCQs")
     run = _train(options, out, rows)
+    model = options.model
     models = {
-        "base": MODEL,
-        "text-only LoRA": f"{MODEL}+adapter={out / 'run' / 'adapter-raw'}",
-        "text-only LoRA + LiNeS": f"{MODEL}+adapter={out / 'run' / 'adapter-lines'}",
+        "base": model,
+        "text-only LoRA": f"{model}+adapter={out / 'run' / 'adapter-raw'}",
+        "text-only LoRA + LiNeS": f"{model}+adapter={out / 'run' / 'adapter-lines'}",
     }
     table, provenance = _evaluate(out, saber, models)
     seconds = time.perf_counter() - started
@@ -174,7 +181,7 @@ def _run(options: TinyVlmDemoOptions, out: Path) -> dict[str, Any]:
         "counts": counts,
         "options": dataclasses.asdict(options),
         "recipe": {
-            "lr": LR,
+            "lr": options.lr,
             "lora_r": LORA_R,
             "batch": BATCH,
             "margin": MARGIN,
@@ -205,7 +212,7 @@ def render_table(
     from bindkit.demo.tiny_clip import EVAL_SEED, PAIRINGS
 
     lines = [
-        "# bindkit demo finetune: builtin:tiny-vlm, text-only LoRA on the language layers (CPU)",
+        f"# bindkit demo finetune: {options.model}, text-only LoRA on the language layers",
         "",
         "| model | " + " | ".join(PAIRINGS) + " |",
         "|---" * (len(PAIRINGS) + 1) + "|",
@@ -226,7 +233,7 @@ def render_table(
         f'{counts["preserved_captions"]} single-pair captions ("A red cube.") to the frozen '
         "base model; no image enters training.",
         f"- LoRA r {LORA_R} on the language model's attention (the vision tower and merger are "
-        f"untouched), lr {LR}, batch {BATCH}, {options.steps} steps, LiNeS α "
+        f"untouched), lr {options.lr}, batch {BATCH}, {options.steps} steps, LiNeS α "
         f"{'–' if alpha is None else f'{alpha:g}'}, {options.threads} torch threads, "
         f"deterministic algorithms; wall time {seconds / 60:.1f} min.",
     ]
