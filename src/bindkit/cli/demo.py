@@ -23,12 +23,13 @@ def register(commands: Any) -> None:
     finetune.add_argument(
         "--model",
         default="st:default",
-        choices=("st:default", "builtin:tiny-clip"),
-        help="st:default (binding triplets, the default) or builtin:tiny-clip (text-only LoRA, "
+        choices=("st:default", "builtin:tiny-clip", "builtin:tiny-vlm"),
+        help="st:default (binding triplets, the default), builtin:tiny-clip or builtin:tiny-vlm "
+        "(text-only LoRA, "
         "SABER-shapes tt/ti/it/ii before and after)",
     )
     finetune.add_argument(
-        "--steps", type=int, default=None, help="builtin:tiny-clip: optimizer steps (200)"
+        "--steps", type=int, default=None, help="tiny-clip/tiny-vlm: optimizer steps (200/300)"
     )
     finetune.add_argument("--sts", default=None, help="STS file to report (e.g. SICK_trial.txt)")
     finetune.add_argument(
@@ -75,10 +76,10 @@ def register(commands: Any) -> None:
 
 
 def _finetune(args: argparse.Namespace) -> int:
-    if args.model == "builtin:tiny-clip":
+    if args.model in ("builtin:tiny-clip", "builtin:tiny-vlm"):
         return _tiny_clip(args)
     if args.steps is not None:
-        raise BindkitError("--steps: only with --model builtin:tiny-clip")
+        raise BindkitError("--steps: only with --model builtin:tiny-clip or builtin:tiny-vlm")
     from bindkit.demo.finetune import DemoOptions, run_demo
 
     options = DemoOptions(
@@ -102,10 +103,13 @@ def _finetune(args: argparse.Namespace) -> int:
 
 def _tiny_clip(args: argparse.Namespace) -> int:
     from bindkit.demo.tiny_clip import TinyClipDemoOptions, run_tiny_clip_demo
+    from bindkit.demo.tiny_vlm import TinyVlmDemoOptions, run_tiny_vlm_demo
+
+    vlm = args.model == "builtin:tiny-vlm"
 
     for flag, value in (("--sts", args.sts), ("--scpp", args.scpp)):
         if value is not None:
-            raise BindkitError(f"{flag}: not with --model builtin:tiny-clip (text-only captions)")
+            raise BindkitError(f"{flag}: not with --model {args.model} (text-only captions)")
     st_only = (
         ("--soup", args.soup),
         ("--plain/--no-plain", args.plain),
@@ -118,7 +122,7 @@ def _tiny_clip(args: argparse.Namespace) -> int:
             raise BindkitError(f"{flag}: only with --model st:default (the binding-triplet demo)")
     extra = {"saber_per_n": args.saber_per_n} if args.saber_per_n is not None else {}
     steps = {"steps": args.steps} if args.steps is not None else {}
-    options = TinyClipDemoOptions(
+    options = (TinyVlmDemoOptions if vlm else TinyClipDemoOptions)(
         out=args.out,
         threads=args.threads,
         seed=args.seed,
@@ -126,6 +130,6 @@ def _tiny_clip(args: argparse.Namespace) -> int:
         **extra,
         **steps,
     )
-    summary = run_tiny_clip_demo(options)
+    summary = (run_tiny_vlm_demo if vlm else run_tiny_clip_demo)(options)  # type: ignore[arg-type]
     print((Path(args.out) / "demo.md").read_text(encoding="utf-8"))
     return 0 if summary["table"] else 1

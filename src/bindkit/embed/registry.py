@@ -78,9 +78,9 @@ BACKENDS: dict[str, Backend] = {
         ),
         Backend(
             "builtin",
-            "bindkit.embed.backends.builtin:BuiltinEmbedder",
-            "models shipped inside bindkit; builtin:tiny-clip = a few-MB image-text fixture "
-            "for shapes scenes (offline)",
+            "bindkit.embed.backends.builtin:open_builtin",
+            "models shipped inside bindkit; builtin:tiny-clip (dual encoder) and builtin:tiny-vlm "
+            "(Qwen3-VL) = few-MB image-text fixtures for shapes scenes (offline)",
             "builtin:tiny-clip",
             "text, image",
             ("torch", "safetensors", "PIL"),

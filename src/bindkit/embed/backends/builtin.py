@@ -1,4 +1,4 @@
-"""Models that ship inside bindkit: ``builtin:tiny-clip``.
+"""Models that ship inside bindkit: ``builtin:tiny-clip`` and ``builtin:tiny-vlm``.
 
 tiny-clip is a few-MB image–text dual encoder trained by ``scripts/train_tiny_clip.py`` on
 procedurally rendered shapes scenes (``bindkit saber render --backend procedural``) so that all
@@ -8,6 +8,15 @@ not a general model: see ``data/tiny_clip/README.md`` (its model card).
 ``+weights=DIR`` loads another checkpoint directory of the same format (``config.json`` and
 ``model.safetensors``), e.g. the output of the training script; ``+adapter=DIR`` loads a peft
 LoRA adapter of the text tower written by ``bindkit train triplets --model builtin:tiny-clip``.
+
+tiny-vlm is a few-MB Qwen3-VL (transformers' own architecture: vision tower, merger, language
+model) trained by ``scripts/train_tiny_vlm.py`` on the same kind of scenes. Its folder is an
+ordinary checkpoint (``config.json``, fp16 ``model.safetensors``, tokenizer with the chat
+template, ``preprocessor_config.json``) plus :data:`EMBEDDER_FILE`, which names the backend
+family and its options; ``builtin:tiny-vlm`` is :class:`~bindkit.embed.backends.mllm.
+MLLMEmbedder` on that folder with those options, exactly as a user's
+``qwen3-vl-embedding:/path/to/Qwen3-VL-Embedding-2B`` loads (prompts, resizing, positions,
+pooling, ``+adapter=DIR``). See ``data/tiny_vlm/README.md`` (its model card).
 """
 
 from __future__ import annotations
@@ -30,7 +39,14 @@ from bindkit.errors import BindkitError
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 #: built-in model name → its folder under ``bindkit/embed/backends/``
-BUILTIN_MODELS = {"tiny-clip": "data/tiny_clip"}
+BUILTIN_MODELS = {"tiny-clip": "data/tiny_clip", "tiny-vlm": "data/tiny_vlm"}
+#: in a multimodal-LLM built-in's folder: ``{"family": ..., "options": {...}}``, the backend
+#: family and the :class:`~bindkit.embed.backends.mllm.MLLMEmbedder` options it loads with
+EMBEDDER_FILE = "embedder.json"
+#: the built-ins that are multimodal LLMs (folders with :data:`EMBEDDER_FILE`)
+MLLM_BUILTINS = frozenset({"tiny-vlm"})
+#: the options an ``embedder.json`` may set (what the model was trained with)
+EMBEDDER_OPTIONS = frozenset({"min_pixels", "max_pixels", "max_length"})
 
 
 def builtin_dir(name: str) -> Path:
@@ -111,6 +127,88 @@ def save_checkpoint(model: Any, directory: Path, *, half: bool = True) -> None:
     atomic_write_bytes(directory / WEIGHTS_FILE, save(state, metadata={"format": "pt"}))
     config = json.dumps(model.config.to_json(), indent=1, sort_keys=True) + "\n"
     atomic_write_text(directory / CONFIG_FILE, config)
+
+
+def open_builtin(
+    name: str,
+    *,
+    spec: str,
+    weights: str | None = None,
+    adapter: str | None = None,
+    device: str | None = None,
+    dim: int | None = None,
+    dtype: str | None = None,
+    batch_size: int | None = None,
+    cache: Any = None,
+    progress: bool | None = None,
+) -> TorchEmbedder:
+    """The ``builtin:NAME`` embedder: :class:`BuiltinEmbedder` for tiny-clip, the family's
+    :class:`~bindkit.embed.backends.mllm.MLLMEmbedder` for a folder with :data:`EMBEDDER_FILE`.
+
+    Raises:
+        BindkitError: an unknown name (with the closest one), a ``weights`` folder that is not
+            there, an option the model does not take, or a malformed ``embedder.json``.
+    """
+    common = {"spec": spec, "batch_size": batch_size, "cache": cache, "progress": progress}
+    directory = builtin_dir(name)
+    if weights is not None:
+        directory = Path(str(weights)).expanduser()
+        if not directory.is_dir():
+            raise BindkitError(
+                f"builtin:{name}+weights={weights}: not a directory; give the folder that "
+                f"holds {CONFIG_FILE} and {WEIGHTS_FILE}"
+            )
+    if name not in MLLM_BUILTINS:
+        for option, value in (("dim", dim), ("dtype", dtype)):
+            if value is not None:
+                raise BindkitError(f"builtin:{name}+{option}={value}: only builtin:tiny-vlm")
+        return BuiltinEmbedder(name, weights=weights, adapter=adapter, device=device, **common)
+    from bindkit.embed.backends.mllm import MLLMEmbedder
+
+    family, options = read_embedder_file(directory)
+    return MLLMEmbedder(
+        str(directory),
+        family=family,  # type: ignore[arg-type]
+        adapter=adapter,
+        device=device,
+        dim=dim,
+        dtype=dtype,
+        **options,
+        **common,
+    )
+
+
+def read_embedder_file(directory: Path) -> tuple[str, dict[str, Any]]:
+    """The family and options of a multimodal-LLM built-in's folder (:data:`EMBEDDER_FILE`).
+
+    Raises:
+        BindkitError: the file is missing or malformed, or names an unknown family or option.
+    """
+    from bindkit.embed.backends.mllm import FAMILY_DEFAULTS
+
+    path = directory / EMBEDDER_FILE
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError as exc:
+        raise BindkitError(
+            f"{path}: missing; a tiny-vlm folder holds {EMBEDDER_FILE} (train one with "
+            "scripts/train_tiny_vlm.py)"
+        ) from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BindkitError(f"{path}: unreadable ({exc}); retrain or reinstall it") from exc
+    family = data.get("family") if isinstance(data, dict) else None
+    options = data.get("options", {}) if isinstance(data, dict) else None
+    if family not in FAMILY_DEFAULTS or not isinstance(options, dict):
+        raise BindkitError(
+            f'{path}: needs {{"family": one of {", ".join(FAMILY_DEFAULTS)}, "options": '
+            "{...}}; retrain or reinstall it"
+        )
+    unknown = sorted(set(options) - EMBEDDER_OPTIONS)
+    if unknown:
+        raise BindkitError(
+            f"{path}: unknown option {unknown[0]!r} (valid: {', '.join(sorted(EMBEDDER_OPTIONS))})"
+        )
+    return str(family), dict(options)
 
 
 class BuiltinEmbedder(TorchEmbedder):

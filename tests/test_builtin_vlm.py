@@ -1,0 +1,264 @@
+"""builtin:tiny-vlm: the packaged Qwen3-VL loads through the real qwen3-vl-embedding backend and
+embeds both modalities; its folder is validated; text-only LoRA leaves the vision tower
+bit-identical; the training script is reproducible."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bindkit.embed.backends.builtin import EMBEDDER_FILE, builtin_dir, read_embedder_file
+from bindkit.embed.registry import load_embedder
+from bindkit.errors import BindkitError
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("PIL")
+from PIL import Image  # noqa: E402
+
+from bindkit.embed.backends.mllm import MLLMEmbedder  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXTS = [
+    "A red cube.",
+    "A striped heart and a transparent cylinder.",
+    "A golden star, a matte torus, a wooden cone and a glowing ring.",
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> MLLMEmbedder:
+    embedder = load_embedder("builtin:tiny-vlm", cache=False, progress=False)
+    assert isinstance(embedder, MLLMEmbedder)
+    return embedder
+
+
+@pytest.fixture(scope="module")
+def scenes() -> list[Image.Image]:
+    from bindkit.saber.build import SaberOptions, build_saber
+    from bindkit.saber.render.procedural import ProceduralBackend
+    from bindkit.saber.vocab import load_vocabulary
+
+    mcqs = build_saber(SaberOptions(seed=5, per_n=2, n_min=2, n_max=3), load_vocabulary("shapes"))
+    backend = ProceduralBackend(size=256)
+    return [backend.render(mcq.query, mcq) for mcq in mcqs]
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "train_tiny_vlm", ROOT / "scripts" / "train_tiny_vlm.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _copy(tmp_path: Path) -> Path:
+    target = tmp_path / "ckpt"
+    shutil.copytree(builtin_dir("tiny-vlm"), target)
+    return target
+
+
+# -- the packaged model, through the real backend ---------------------------------------------
+def test_loads_through_the_qwen3_vl_embedding_backend(model: MLLMEmbedder) -> None:
+    assert model.family == "qwen3-vl-embedding" and model.model_type == "qwen3_vl"
+    assert type(model.model).__name__ == "Qwen3VLModel"
+    assert model.positions == "mrope" and model.modalities >= {"text", "image"}
+    # the family's image pipeline: one smart_resize with factor 32, bounded by embedder.json
+    _, options = read_embedder_file(builtin_dir("tiny-vlm"))
+    assert [(s.factor, s.max_pixels) for s in model.stages] == [(32, options["max_pixels"])]
+    assert not model.processor_resizes
+    prompt = model.render("A red cube.", False, "query", None)
+    assert prompt.startswith("<|im_start|>system\nRepresent the user's input.<|im_end|>")
+    assert prompt.endswith("A red cube.<|im_end|>\n<|im_start|>assistant\n")
+    # the shipped weights are fp16 and a few MB
+    size = (builtin_dir("tiny-vlm") / "model.safetensors").stat().st_size
+    assert size < 8_000_000
+
+
+def test_embeds_texts_and_images_as_unit_vectors(
+    model: MLLMEmbedder, scenes: list[Image.Image]
+) -> None:
+    texts = model.embed_texts(TEXTS)
+    images = model.embed_images(scenes)
+    assert texts.shape[0] == len(TEXTS) and images.shape == (len(scenes), texts.shape[1])
+    for vectors in (texts, images):
+        assert vectors.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # a 256-px scene becomes 128 x 128 pixels: (128 / 32)^2 = 16 image tokens
+    batch = model.collate(scenes[:1], modality="image", role="document", instruction=None)
+    assert int((batch["input_ids"] == model.image_token_id).sum()) == 16
+
+
+def test_deterministic_and_fingerprint_stable(model: MLLMEmbedder, tmp_path: Path) -> None:
+    again = load_embedder("builtin:tiny-vlm", cache=False, progress=False)
+    np.testing.assert_array_equal(model.embed_texts(TEXTS), again.embed_texts(TEXTS))
+    assert model.fingerprint == again.fingerprint
+    # the same folder given as +weights= is the same model; other weights are another
+    copy = _copy(tmp_path)
+    same = load_embedder(f"builtin:tiny-vlm+weights={copy}", cache=False, progress=False)
+    np.testing.assert_array_equal(model.embed_texts(TEXTS), same.embed_texts(TEXTS))
+    config = json.loads((copy / "config.json").read_text())
+    config["text_config"]["rms_norm_eps"] = 1e-5
+    (copy / "config.json").write_text(json.dumps(config))
+    other = load_embedder(f"builtin:tiny-vlm+weights={copy}", cache=False, progress=False)
+    assert other.fingerprint != model.fingerprint
+
+
+def test_same_vectors_as_the_qwen3_vl_embedding_spec_on_the_folder(
+    model: MLLMEmbedder, scenes: list[Image.Image]
+) -> None:
+    """builtin:tiny-vlm is exactly what a user's qwen3-vl-embedding:FOLDER spec loads."""
+    folder = builtin_dir("tiny-vlm")
+    _, options = read_embedder_file(folder)
+    spec = f"qwen3-vl-embedding:{folder}+max_pixels={options['max_pixels']}"
+    direct = load_embedder(spec, cache=False, progress=False)
+    np.testing.assert_array_equal(model.embed_texts(TEXTS), direct.embed_texts(TEXTS))
+    np.testing.assert_array_equal(model.embed_images(scenes), direct.embed_images(scenes))
+
+
+def test_unknown_builtin_names_the_closest(tmp_path: Path) -> None:
+    with pytest.raises(BindkitError, match=r"did you mean builtin:tiny-vlm\?"):
+        load_embedder("builtin:tiny-vl", cache=False, progress=False)
+    with pytest.raises(BindkitError, match="builtin:tiny-vlm"):
+        load_embedder("builtin:nothing-like-it", cache=False, progress=False)
+    with pytest.raises(BindkitError, match="dim=8: only builtin:tiny-vlm"):
+        load_embedder("builtin:tiny-clip+dim=8", cache=False, progress=False)
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (None, "embedder.json: missing"),
+        ("{", "unreadable"),
+        ('{"family": "clip", "options": {}}', "needs"),
+        ('{"family": "qwen3-vl-embedding", "options": []}', "needs"),
+        ('{"family": "qwen3-vl-embedding", "options": {"layout": "user"}}', "unknown option"),
+    ],
+)
+def test_embedder_file_is_checked(tmp_path: Path, content: str | None, match: str) -> None:
+    copy = _copy(tmp_path)
+    if content is None:
+        (copy / EMBEDDER_FILE).unlink()
+    else:
+        (copy / EMBEDDER_FILE).write_text(content)
+    with pytest.raises(BindkitError, match=match):
+        load_embedder(f"builtin:tiny-vlm+weights={copy}", cache=False, progress=False)
+
+
+# -- text-only training leaves the vision tower alone -------------------------------------------
+def _triplets(path: Path) -> Path:
+    rows = [
+        {"query": "A red cube and a blue cone.", "positive": "A blue cone and a red cube.",
+         "negative": "A blue cube and a red cone."},
+        {"query": "A striped star and a golden ring.", "positive": "A golden ring and a "
+         "striped star.", "negative": "A golden star and a striped ring."},
+    ] * 4  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _visual(module: Any) -> dict[str, Any]:
+    base = module.get_base_model() if hasattr(module, "get_base_model") else module
+    return {k: v.detach().clone() for k, v in base.visual.state_dict().items()}
+
+
+def test_text_only_lora_leaves_the_vision_tower_bit_identical(
+    tmp_path: Path, model: MLLMEmbedder, scenes: list[Image.Image]
+) -> None:
+    from safetensors.torch import load_file
+
+    from bindkit.train.config import TrainConfig
+    from bindkit.train.trainer import train_triplets
+
+    config = TrainConfig(
+        model="builtin:tiny-vlm",
+        train=str(_triplets(tmp_path / "train.jsonl")),
+        out=str(tmp_path / "run"),
+        lr=5e-2,  # large, so a leak into the vision tower could not hide
+        lora_r=4,
+        batch_size=4,
+        max_steps=2,
+        lines=False,
+        model_dropout=False,
+        progress=False,
+    )
+    train_triplets(config)
+    adapter = tmp_path / "run" / "adapter-raw"
+    # the same options train the same adapter (the demo's table reproduces from it)
+    train_triplets(dataclasses.replace(config, out=str(tmp_path / "again")))
+    again = tmp_path / "again" / "adapter-raw" / "adapter_model.safetensors"
+    assert again.read_bytes() == (adapter / "adapter_model.safetensors").read_bytes()
+    saved = load_file(str(adapter / "adapter_model.safetensors"))
+    assert saved and not [k for k in saved if "visual" in k]
+    assert any("language_model" in k for k in saved)
+    tuned = load_embedder(f"builtin:tiny-vlm+adapter={adapter}", cache=False, progress=False)
+    before, after = _visual(model.model), _visual(tuned.model)
+    assert before.keys() == after.keys()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    # the vision tower's output is the same, yet the image embedding moved: the language
+    # model, which reads the image tokens too, was trained
+    batch = model.collate(scenes[:2], modality="image", role="document", instruction=None)
+    pixels, grid = batch["pixel_values"], batch["image_grid_thw"]
+    with torch.no_grad():
+        seen = model.model.visual(pixels, grid_thw=grid)
+        seen_after = tuned.model.get_base_model().visual(pixels, grid_thw=grid)
+    first = seen[0] if isinstance(seen, tuple) else seen.pooler_output
+    second = seen_after[0] if isinstance(seen_after, tuple) else seen_after.pooler_output
+    assert torch.equal(first, second)
+    assert not np.array_equal(model.embed_images(scenes[:2]), tuned.embed_images(scenes[:2]))
+
+
+# -- the training script ----------------------------------------------------------------------
+TINY = {
+    "per_n": 2,
+    "n_min": 2,
+    "n_max": 3,
+    "render_size": 64,
+    "max_pixels": 64 * 64,
+    "steps": 2,
+    "batch": 2,
+    "warmup": 1,
+    "hidden": 24,
+    "layers": 1,
+    "heads": 2,
+    "vision_hidden": 16,
+    "vision_depth": 1,
+    "vocab_size": 300,
+}
+
+
+def test_script_options_are_checked() -> None:
+    script = _script()
+    with pytest.raises(BindkitError, match="--steps 0: must be at least 1"):
+        script.TrainConfig(steps=0).check()
+    with pytest.raises(BindkitError, match="--hidden 20 / --heads 4"):
+        script.TrainConfig(hidden=20, heads=4).check()
+
+
+def test_training_is_reproducible_byte_for_byte(tmp_path: Path) -> None:
+    script = _script()
+    config = script.TrainConfig(**TINY)
+    first = script.train(config, tmp_path / "a", progress=False)
+    second = script.train(config, tmp_path / "b", progress=False)
+    for name in script.SHIPPED:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    assert first["weights_sha256"] == second["weights_sha256"]
+    other = script.train(script.TrainConfig(**{**TINY, "seed": 3}), tmp_path / "c", progress=False)
+    assert other["weights_sha256"] != first["weights_sha256"]
+    # the result loads through the builtin loader and embeds both modalities
+    embedder = load_embedder(
+        f"builtin:tiny-vlm+weights={tmp_path / 'a'}", cache=False, progress=False
+    )
+    assert embedder.embed_texts(["A red cube."]).shape == (1, 24)
