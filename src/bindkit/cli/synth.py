@@ -139,8 +139,8 @@ def register(commands: Any) -> None:
         "NoOverlap train pool, as `bindkit demo finetune` makes its training set. Every row is "
         "checked by its kind's rule and against the run's val/test/held-out files before the "
         "file is written; DIR/train-<mix>.json records what produced it. `bindkit synth "
-        f"validate` checks the file again.\n\nmixes:\n{mixes}\n\nrow kinds (their rules: "
-        f"bindkit.synth.rowkinds.ROW_KINDS):\n{kinds}",
+        f"validate` checks the file again.\n\nmixes:\n{mixes}\n\nrow kinds (each checked by its "
+        f"own rule; a rejected row names it):\n{kinds}",
     )
     mix.add_argument("--mix", required=True, metavar="NAME", help="a mix (listed below)")
     _pool_options(mix)
