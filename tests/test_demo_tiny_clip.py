@@ -128,3 +128,15 @@ def test_out_must_be_new_empty_or_an_earlier_run_of_the_demo(tmp_path: Path) -> 
     (mine / "saber" / "saber.jsonl").write_text("mine\n")
     with pytest.raises(BindkitError, match=r"holds no saber/manifest\.json"):
         check_demo_out(mine)
+
+
+def test_the_report_says_how_many_steps_ran_not_how_many_were_allowed(tmp_path: Path) -> None:
+    """One epoch of the training triplets can end before --steps (the review saw "200 steps"
+    where 85 ran): demo.md states the optimizer steps of the run."""
+    from bindkit.demo.tiny_clip import PAIRINGS, TinyClipDemoOptions, render_table
+
+    options = TinyClipDemoOptions(out=str(tmp_path), steps=200)
+    counts = {"eval_mcqs": 18, "dropped_mcqs": 0, "triplets": 2700}
+    text = render_table(options, counts, {"base": dict.fromkeys(PAIRINGS, 0.5)}, 60.0, 85)
+    assert "85 steps" in text
+    assert "200 steps" not in text

@@ -186,11 +186,12 @@ def render_report(options: DemoOptions, recipe: Recipe, record: dict[str, Any]) 
     lr = record["learning_rate"]
     lines.append(
         f"- training: LoRA r4/α4 on q/k/v/output of all 6 layers, hinge {train['margin']}, AdamW "
-        f"wd 0.01, batch {train['batch_size']}, lr {lr['lr']:g} ({lr['rule']}), "
-        f"{train['max_steps']} steps: the paper's 5e-5 does not move a 22M-parameter model "
-        "(issue table). The frozen model's dropout is off (a deterministic forward, faster on "
-        f"the CPU); torch runs on {options.threads} threads with deterministic algorithms, so a "
-        "rerun gives the same table."
+        f"wd 0.01, batch {train['batch_size']}, lr {lr['lr']:g} ({lr['rule']}), at most "
+        f"{train['max_steps']} steps (each run's count below): the paper's 5e-5 does not move "
+        "a 22M-parameter model (issue table). The frozen model's dropout is off (a "
+        "deterministic forward, faster on the CPU); torch runs on "
+        f"{options.threads} threads with deterministic algorithms, so a rerun gives the same "
+        "table."
     )
     for name, run in record["runs"].items():
         lines.append(f"- run `{name}`: {run['optimizer_steps']} steps, {run['train_seconds']} s.")

@@ -344,7 +344,9 @@ def _run(options: TinyClipDemoOptions, out: Path) -> dict[str, Any]:
         "bindkit": __version__,
         "provenance": provenance,
     }
-    atomic_write_text(out / "demo.md", render_table(options, counts, table, seconds))
+    atomic_write_text(
+        out / "demo.md", render_table(options, counts, table, seconds, run["optimizer_steps"])
+    )
     atomic_write_text(out / "demo.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
@@ -354,7 +356,9 @@ def render_table(
     counts: dict[str, int],
     table: dict[str, dict[str, float]],
     seconds: float,
+    steps: int,
 ) -> str:
+    """``demo.md``; ``steps`` is what ran (one epoch may end before ``--steps``)."""
     lines = [
         "# bindkit demo finetune: builtin:tiny-clip, text-only LoRA (CPU)",
         "",
@@ -375,7 +379,7 @@ def render_table(
         f"texts per batch to the frozen text tower's mean over {ORDERINGS} orderings of their "
         "pairs; no image and no image-tower output enters training.",
         f"- LoRA r {LORA_R} on the text tower's attention, lr {LR}, batch {BATCH}, "
-        f"{options.steps} steps, {options.threads} torch threads, deterministic algorithms; "
+        f"{steps} steps, {options.threads} torch threads, deterministic algorithms; "
         f"wall time {seconds / 60:.1f} min.",
     ]
     return "\n".join(lines) + "\n"

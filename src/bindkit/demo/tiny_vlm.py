@@ -233,7 +233,7 @@ def render_table(
         f'{counts["preserved_captions"]} single-pair captions ("A red cube.") to the frozen '
         "base model; no image enters training.",
         f"- LoRA r {LORA_R} on the language model's attention (the vision tower and merger are "
-        f"untouched), lr {options.lr}, batch {BATCH}, {options.steps} steps, LiNeS α "
+        f"untouched), lr {options.lr}, batch {BATCH}, {summary['optimizer_steps']} steps, LiNeS α "
         f"{'–' if alpha is None else f'{alpha:g}'}, {options.threads} torch threads, "
         f"deterministic algorithms; wall time {seconds / 60:.1f} min.",
     ]
