@@ -1201,7 +1201,7 @@ I21_RENDER = [
     C("i21_rn30", f"{RN} --size 64", "shapes imm_synth", 2, "s/.bindkit.lock: operation not permitted"),
     C("i21_rn31", f"{RN} --size 64", "shapes", 0, "", unchanged=()),
     C("i21_rn32", f"{RN} --size 64", "shapes_rendered", 0, "", unchanged=("s/images",)),  # resumes: every image kept
-    C("i21_rn33", f"{RN} --backend openai --model m --base-url http://127.0.0.1:9/v1 --retries 0 --timeout 1", "shapes", 1, "image(s) failed; run the same command again", unchanged=("s/saber.jsonl",)),
+    C("i21_rn33", f"{RN} --backend openai --model m --base-url http://127.0.0.1:9/v1 --retries 0 --timeout 1", "shapes", 2, "cannot connect ([Errno 111] Connection refused); check that the server is up", unchanged=("s/saber.jsonl",)),  # a refused connection stops at once (no retries per image)
 ]
 I21_REVIEW = [
     C("i21_rv01", f"{RV} --out s/saber.jsonl", "shapes_rendered", 2, "--out s/saber.jsonl: give an .html file name"),
