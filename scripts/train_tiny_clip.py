@@ -298,13 +298,23 @@ def train(
     }
 
 
-def evaluate_checkpoint(out: Path, saber_dir: Path, results: Path) -> dict[str, Any]:
-    """MCQ accuracy (overall and by N) and mAP of the checkpoint in ``out`` on a rendered SABER
-    directory, in all four pairings, through bindkit's own evaluation."""
+SCORES = ("mcq_accuracy", "mcq_accuracy_by_n", "map_independent", "map_nested")
+
+
+def evaluate_checkpoint(
+    out: Path,
+    saber_dir: Path,
+    results: Path,
+    model: str = "tiny-clip",
+    scores: Sequence[str] = SCORES,
+) -> dict[str, Any]:
+    """``scores`` (MCQ accuracy overall and by N, mAP) of the checkpoint in ``out`` of built-in
+    ``model`` on a rendered SABER directory, in all four pairings, through bindkit's own
+    evaluation."""
     from bindkit.evaluation import evaluate
 
     records = evaluate(
-        [f"builtin:tiny-clip+weights={out}"],
+        [f"builtin:{model}+weights={out}"],
         data=saber_dir,
         out=results,
         overwrite="always",
@@ -312,13 +322,7 @@ def evaluate_checkpoint(out: Path, saber_dir: Path, results: Path) -> dict[str, 
         report=False,
         verbose=False,
     )
-    return {
-        r["pairing"]: {
-            key: r["scores"][key]
-            for key in ("mcq_accuracy", "mcq_accuracy_by_n", "map_independent", "map_nested")
-        }
-        for r in records
-    }
+    return {r["pairing"]: {key: r["scores"][key] for key in scores} for r in records}
 
 
 def evaluate_bow(saber_dir: Path, results: Path) -> dict[str, Any]:

@@ -445,26 +445,6 @@ def save(embedder: Any, initial: Path, out: Path) -> None:
         shutil.copyfile(initial / name, out / name)
 
 
-def evaluate_checkpoint(out: Path, saber_dir: Path, results: Path) -> dict[str, Any]:
-    """MCQ accuracy (overall and by N) of the checkpoint in ``out`` on a rendered SABER
-    directory, in all four pairings, through bindkit's own evaluation."""
-    from bindkit.evaluation import evaluate
-
-    records = evaluate(
-        [f"builtin:tiny-vlm+weights={out}"],
-        data=saber_dir,
-        out=results,
-        overwrite="always",
-        cache=False,
-        report=False,
-        verbose=False,
-    )
-    return {
-        r["pairing"]: {key: r["scores"][key] for key in ("mcq_accuracy", "mcq_accuracy_by_n")}
-        for r in records
-    }
-
-
 def card(summary: dict[str, Any]) -> str:
     """The model card (Markdown) for a training summary; with scores when it has them."""
     clip = _tiny_clip_script()
@@ -586,7 +566,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             clip = _tiny_clip_script()
             with tempfile.TemporaryDirectory() as results:
-                summary["eval"] = evaluate_checkpoint(args.out, args.eval, Path(results) / "a")
+                summary["eval"] = clip.evaluate_checkpoint(
+                    args.out,
+                    args.eval,
+                    Path(results) / "a",
+                    model="tiny-vlm",
+                    scores=("mcq_accuracy", "mcq_accuracy_by_n"),
+                )
                 summary["bow"] = clip.evaluate_bow(args.eval, Path(results) / "b")
             summary["eval_data"] = args.eval.name
             summary["eval_mcqs"] = len(read_saber(args.eval).mcqs)
