@@ -79,6 +79,7 @@ class TrainConfig:
     weight_decay: float = 0.05
     warmup: int = 20
     text_weight: float = 0.5  # weight of the caption-ordering term
+    caption_weight: float = 0.0  # weight of the captioning term (next-token loss after the image)
     hidden: int = 96
     layers: int = 3
     heads: int = 4
@@ -90,7 +91,7 @@ class TrainConfig:
     def check(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("lr", "weight_decay", "text_weight"):
+            if f.name in ("lr", "weight_decay", "text_weight", "caption_weight"):
                 if value < 0:
                     raise BindkitError(f"--{f.name.replace('_', '-')} {value}: must be >= 0")
             elif f.name not in ("seed", "warmup") and value < 1:
@@ -277,6 +278,41 @@ def ordered_caption(bindings: Sequence[tuple[str, str]], rng: random.Random) -> 
     return language.render(pairs)
 
 
+def caption_loss(embedder: Any, batch: dict[str, Any], captions: Sequence[str]) -> Any:
+    """Mean next-token cross-entropy of each caption (then ``<|im_end|>``) written after its
+    image's prompt, with the output head tied to the token embeddings: the generative
+    image-to-text training the multimodal LLMs that embedders start from get. ``batch`` is the
+    backend's right-padded image batch; the captions are appended after each row's real tokens."""
+    import torch
+
+    model, tokenizer = embedder.model, embedder.tokenizer
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    rows, targets = [], []
+    for i, caption in enumerate(captions):
+        real = ids[i, : int(mask[i].sum())]
+        written = torch.tensor(
+            tokenizer(caption, add_special_tokens=False)["input_ids"] + [end], dtype=ids.dtype
+        )
+        rows.append(torch.cat([real, written]))
+        targets.append(torch.cat([torch.full_like(real, -100), written]))
+    width = max(len(r) for r in rows)
+    pad = tokenizer.pad_token_id
+    input_ids = torch.full((len(rows), width), pad, dtype=ids.dtype)
+    labels = torch.full((len(rows), width), -100, dtype=ids.dtype)
+    attention = torch.zeros((len(rows), width), dtype=mask.dtype)
+    for i, (row, target) in enumerate(zip(rows, targets, strict=True)):
+        input_ids[i, : len(row)], labels[i, : len(row)], attention[i, : len(row)] = row, target, 1
+    extra = {k: v for k, v in batch.items() if k not in ("input_ids", "attention_mask")}
+    if "mm_token_type_ids" in extra:
+        extra["mm_token_type_ids"] = (input_ids == embedder.image_token_id).long()
+    hidden = model(input_ids=input_ids, attention_mask=attention, **extra).last_hidden_state
+    logits = hidden[:, :-1] @ model.get_input_embeddings().weight.T
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100
+    )
+
+
 def _tiny_clip_script() -> Any:
     """``scripts/train_tiny_clip.py`` as a module (its loss and evaluation helpers)."""
     import importlib.util
@@ -363,14 +399,10 @@ def train(
             second = [ordered_caption(scenes.bindings[i], rng) for i in items]
             keys = [scenes.keys[i] for i in items]
             same = torch.tensor([[a == b for b in keys] for a in keys], dtype=torch.bool)
-            images = embedder.forward(
-                collate(
-                    [scenes.images[i] for i in items],
-                    modality="image",
-                    role="document",
-                    instruction=None,
-                )
+            image_batch = collate(
+                [scenes.images[i] for i in items], modality="image", role="document", instruction=None
             )
+            images = embedder.forward(image_batch)
             texts = embedder.forward(
                 collate(first + second, modality="text", role="query", instruction=None)
             )
@@ -381,6 +413,9 @@ def train(
             if config.text_weight:
                 within = scale * one @ two.T
                 loss = loss + config.text_weight * (nce(within, same) + nce(within.T, same)) / 2
+            if config.caption_weight:
+                written = [ordered_caption(scenes.bindings[i], rng) for i in items]
+                loss = loss + config.caption_weight * caption_loss(embedder, image_batch, written)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
