@@ -38,28 +38,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from bindkit.embed.backends.mllm.tokenizer import build_tokenizer
 from bindkit.errors import BindkitError
 
-SPECIAL_TOKENS = [
-    "<|endoftext|>",  # 0: pad
-    "<|im_start|>",  # 1
-    "<|im_end|>",  # 2: eos
-    "<|vision_start|>",  # 3
-    "<|vision_end|>",  # 4
-    "<|image_pad|>",  # 5
-    "<|video_pad|>",  # 6
-]
-# Qwen3-VL's chat template, reduced to what an embedder renders: system/user/assistant turns with
-# text, image and video placeholders (no tool calls, no thinking blocks)
-CHAT_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for c in message['content'] %}"
-    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif c['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
-    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}"
-    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 FAMILY = "qwen3-vl-embedding"
 
 
@@ -80,6 +61,8 @@ class TrainConfig:
     warmup: int = 20
     text_weight: float = 0.5  # weight of the caption-ordering term
     caption_weight: float = 0.0  # weight of the captioning term (next-token loss after the image)
+    image_weight: float = 0.0  # weight of the image↔image term over whole MCQs (layouts, swaps)
+    image_mcqs: int = 8  # MCQs (all their scenes) in the image↔image term's batch
     hidden: int = 96
     layers: int = 3
     heads: int = 4
@@ -91,7 +74,7 @@ class TrainConfig:
     def check(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("lr", "weight_decay", "text_weight", "caption_weight"):
+            if f.name in ("lr", "weight_decay", "text_weight", "caption_weight", "image_weight"):
                 if value < 0:
                     raise BindkitError(f"--{f.name.replace('_', '-')} {value}: must be >= 0")
             elif f.name not in ("seed", "warmup") and value < 1:
@@ -121,30 +104,6 @@ def corpus(mcqs: Sequence[Any], seed: int) -> list[str]:
             rng.shuffle(realized)
             texts.append(language.render(realized))
     return texts
-
-
-def build_tokenizer(out: Path, texts: Sequence[str], vocab_size: int) -> None:
-    """A byte-level BPE (Qwen's special tokens, eos ``<|im_end|>``, pad ``<|endoftext|>``) with
-    the chat template, saved into ``out``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(list(texts), trainer)
-    PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=CHAT_TEMPLATE,
-    ).save_pretrained(out)
 
 
 def model_config(config: TrainConfig) -> Any:
@@ -400,7 +359,10 @@ def train(
             keys = [scenes.keys[i] for i in items]
             same = torch.tensor([[a == b for b in keys] for a in keys], dtype=torch.bool)
             image_batch = collate(
-                [scenes.images[i] for i in items], modality="image", role="document", instruction=None
+                [scenes.images[i] for i in items],
+                modality="image",
+                role="document",
+                instruction=None,
             )
             images = embedder.forward(image_batch)
             texts = embedder.forward(
@@ -416,6 +378,22 @@ def train(
             if config.caption_weight:
                 written = [ordered_caption(scenes.bindings[i], rng) for i in items]
                 loss = loss + config.caption_weight * caption_loss(embedder, image_batch, written)
+            if config.image_weight:
+                group = rng.sample(range(len(mcqs)), config.image_mcqs)
+                members = [i for m in group for i in items_of[m]]
+                pictures = embedder.forward(
+                    collate(
+                        [scenes.images[i] for i in members],
+                        modality="image",
+                        role="document",
+                        instruction=None,
+                    )
+                )
+                shown = [scenes.keys[i] for i in members]
+                eye = torch.eye(len(members), dtype=torch.bool)
+                mates = torch.tensor([[a == b for b in shown] for a in shown]) & ~eye
+                logits = (scale * pictures @ pictures.T).masked_fill(eye, float("-inf"))
+                loss = loss + config.image_weight * nce(logits, mates)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

@@ -9,34 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SPECIAL_TOKENS = [
-    "<|endoftext|>",  # 0: pad
-    "<|im_start|>",  # 1
-    "<|im_end|>",  # 2: eos
-    "<|vision_start|>",  # 3
-    "<|vision_end|>",  # 4
-    "<|image_pad|>",  # 5
-    "<|video_pad|>",  # 6
-]
-# The Qwen3-VL chat template's structure (system/user/assistant turns, image placeholders).
-CHAT_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for c in message['content'] %}"
-    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif c['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
-    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}"
-    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+from bindkit.embed.backends.mllm.tokenizer import (
+    CHAT_TEMPLATE,
+    QWEN2_VL_CHAT_TEMPLATE,
 )
-# Qwen2-VL's and Qwen2.5-VL's: the same, plus the line that injects a default system prompt
-# before a conversation that starts with a user turn (copied from their chat_template).
-QWEN2_VL_INJECTION = (
-    "{% if loop.first and message['role'] != 'system' %}<|im_start|>system\n"
-    "You are a helpful assistant.<|im_end|>\n{% endif %}"
-)
-QWEN2_VL_CHAT_TEMPLATE = CHAT_TEMPLATE.replace(
-    "{% for message in messages %}", "{% for message in messages %}" + QWEN2_VL_INJECTION
-)
+from bindkit.embed.backends.mllm.tokenizer import build_tokenizer as build_bpe
+
 CORPUS = [
     "A striped cube and a transparent kite.",
     "A white and orange striped cube and an iridescent soap-bubble kite.",
@@ -46,25 +24,7 @@ CORPUS = [
 
 
 def build_tokenizer(out: Path, chat_template: str | None = CHAT_TEMPLATE) -> None:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(CORPUS * 20, trainer)
-    PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=chat_template,
-    ).save_pretrained(out)
+    build_bpe(out, CORPUS * 20, 400, chat_template)
 
 
 def build_qwen2_vl(out: Path, seed: int = 0) -> Path:

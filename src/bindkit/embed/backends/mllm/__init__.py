@@ -1,6 +1,7 @@
 """Multimodal-LLM embedders (``mllm:``, ``qwen3-vl-embedding:``, ``gme:``, ``vlm2vec:``), split by
 concern: ``families`` (each reference's behaviour as one table row), ``prompts``, ``images``,
-``video`` and ``model`` (loading, identity, batches, pooling); see :mod:`.model`.
+``video`` and ``model`` (loading, identity, batches, pooling); see :mod:`.model`. ``tokenizer``
+builds the tokenizer of a checkpoint made from a config (Qwen's special tokens, chat templates).
 """
 
 from __future__ import annotations
