@@ -262,3 +262,54 @@ def test_training_is_reproducible_byte_for_byte(tmp_path: Path) -> None:
         f"builtin:tiny-vlm+weights={tmp_path / 'a'}", cache=False, progress=False
     )
     assert embedder.embed_texts(["A red cube."]).shape == (1, 24)
+
+
+def test_caption_loss_equals_each_caption_scored_alone(
+    model: MLLMEmbedder, scenes: list[Image.Image]
+) -> None:
+    """The batched captioning term (right-padded rows, captions appended after each prompt) is
+    the token-weighted mean of each caption scored alone, unpadded, by the plain model."""
+    import torch
+
+    script = _script()
+    images = [model.prepare_image(s) for s in scenes[:3]]
+    captions = ["a red cube", "a striped heart and a transparent cylinder", "a ring"]
+    batch = model.collate(images, modality="image", role="document", instruction=None)
+    with torch.no_grad():
+        batched = float(script.caption_loss(model, batch, captions))
+        total, count = 0.0, 0
+        end = model.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        embed = model.model.get_input_embeddings().weight
+        for image, caption in zip(images, captions, strict=True):
+            one = model.collate([image], modality="image", role="document", instruction=None)
+            written = model.tokenizer(caption, add_special_tokens=False)["input_ids"] + [end]
+            ids = torch.cat([one["input_ids"][0], torch.tensor(written)])[None]
+            hidden = model.model(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                pixel_values=one["pixel_values"],
+                image_grid_thw=one["image_grid_thw"],
+                mm_token_type_ids=(ids == model.image_token_id).long(),
+            ).last_hidden_state[0]
+            start = one["input_ids"].shape[1]
+            logits = hidden[start - 1 : -1] @ embed.T  # each caption token from the one before
+            total += float(
+                torch.nn.functional.cross_entropy(logits, torch.tensor(written), reduction="sum")
+            )
+            count += len(written)
+    assert batched == pytest.approx(total / count, rel=1e-5)
+
+
+def test_image_and_caption_terms_train_and_stay_reproducible(tmp_path: Path) -> None:
+    """The captioning and image↔image terms change what is trained, and equal options still
+    give byte-identical weights."""
+    script = _script()
+    options = {**TINY, "caption_weight": 1.0, "image_weight": 1.0, "image_mcqs": 2}
+    first = script.train(script.TrainConfig(**options), tmp_path / "a", progress=False)
+    again = script.train(script.TrainConfig(**options), tmp_path / "b", progress=False)
+    plain = script.train(script.TrainConfig(**TINY), tmp_path / "c", progress=False)
+    assert first["weights_sha256"] == again["weights_sha256"]
+    assert first["weights_sha256"] != plain["weights_sha256"]
+    caption_only = {**TINY, "caption_weight": 1.0}
+    other = script.train(script.TrainConfig(**caption_only), tmp_path / "d", progress=False)
+    assert other["weights_sha256"] not in (plain["weights_sha256"], first["weights_sha256"])

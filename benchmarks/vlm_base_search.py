@@ -1,0 +1,136 @@
+"""Which base tiny-vlm lets text-only finetuning reach images? Train base variants with
+``scripts/train_tiny_vlm.py`` options, run ``bindkit demo finetune``'s recipe on each (text-only
+LoRA on the language layers, LiNeS), and tabulate SABER-shapes tt/ti/it/ii before and after.
+
+    python benchmarks/vlm_base_search.py --out runs/vlm-bases            # every variant
+    python benchmarks/vlm_base_search.py --out runs/vlm-bases --only cap  # some of them
+
+Each variant is ``OUT/NAME/base`` (the trained checkpoint, its ``training.json``) and
+``OUT/NAME/demo`` (the demo's folder, ``demo.json``); a finished part is reused on rerun, so an
+interrupted search resumes. One torch thread per job. Writes ``OUT/search.md`` and
+``OUT/search.json`` (each variant's training options, the demo's table and provenance).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bindkit.errors import BindkitError
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIRINGS = ("tt", "ti", "it", "ii")
+#: name -> (what it tests, scripts/train_tiny_vlm.py options that differ from its defaults)
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "shipped": ("the shipped recipe (in-batch image↔caption + caption order)", {}),
+    "cap": (
+        "+ captioning (next-token loss of the caption after the image)",
+        {"caption_weight": 1.0},
+    ),
+    "cap-px64": (
+        "+ captioning, 64 visual tokens (max_pixels 65,536)",
+        {"caption_weight": 1.0, "max_pixels": 65536},
+    ),
+    "img": ("+ image↔image term over whole MCQs (images bind)", {"image_weight": 1.0}),
+    "cap-img": ("+ captioning + image↔image term", {"caption_weight": 1.0, "image_weight": 1.0}),
+    "cap-img-1k": (
+        "+ captioning + image↔image term, 1,000 steps",
+        {"caption_weight": 1.0, "image_weight": 1.0, "steps": 1000},
+    ),
+    "cap-img-px64": (
+        "+ captioning + image↔image term, 64 visual tokens, 400 steps",
+        {"caption_weight": 1.0, "image_weight": 1.0, "max_pixels": 65536, "steps": 400},
+    ),
+}
+
+
+def _script() -> Any:
+    name = "train_tiny_vlm"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_variant(
+    name: str, options: dict[str, Any], out: Path, demo: dict[str, Any]
+) -> dict[str, Any]:
+    """Train (or reuse) the base and run (or reuse) the demo on it; returns the demo summary."""
+    from bindkit.demo.tiny_vlm import TinyVlmDemoOptions, run_tiny_vlm_demo
+
+    base, folder = out / name / "base", out / name / "demo"
+    if not (base / "training.json").is_file():
+        flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
+        if _script().main(["--out", str(base), "-q", *flags]):
+            raise BindkitError(f"{name}: training the base failed (see above)")
+    summary_file = folder / "demo.json"
+    if summary_file.is_file():
+        return json.loads(summary_file.read_text("utf-8"))
+    spec = f"builtin:tiny-vlm+weights={base}"
+    return run_tiny_vlm_demo(
+        TinyVlmDemoOptions(out=str(folder), model=spec, progress=False, **demo)
+    )
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    """The search as Markdown: one row per variant, base → LoRA → LiNeS per pairing."""
+    head = "| base variant | " + " | ".join(PAIRINGS) + " |"
+    lines = [head, "|---" + "|---:" * len(PAIRINGS) + "|"]
+    for name, summary in results.items():
+        rows = list(summary["table"].values())  # base, LoRA, LiNeS
+        cells = [" → ".join(f"{100 * row[p]:.1f}" for row in rows) for p in PAIRINGS]
+        lines.append(f"| `{name}`: {VARIANTS[name][0]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="search folder (resumes)")
+    parser.add_argument(
+        "--only", nargs="+", default=None, metavar="NAME", help="variants to run (default: all)"
+    )
+    parser.add_argument("--saber-per-n", type=int, default=20, help="evaluation MCQs per N")
+    parser.add_argument("--steps", type=int, default=300, help="LoRA steps of the demo")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    args = parser.parse_args(argv)
+    try:
+        names = args.only or list(VARIANTS)
+        unknown = [n for n in names if n not in VARIANTS]
+        if unknown:
+            raise BindkitError(
+                f"--only {unknown[0]}: not a variant; use one of {', '.join(VARIANTS)}"
+            )
+        demo = {"saber_per_n": args.saber_per_n, "steps": args.steps, "threads": args.threads}
+        results = {}
+        for name in names:
+            results[name] = run_variant(name, VARIANTS[name][1], args.out, demo)
+            if not args.quiet:
+                print(table({name: results[name]}).splitlines()[-1], file=sys.stderr)
+    except BindkitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from bindkit._io import atomic_write_text
+
+    record = {
+        name: {"options": VARIANTS[name][1], "demo": {**demo}, "summary": results[name]}
+        for name in names
+    }
+    atomic_write_text(args.out / "search.json", json.dumps(record, indent=1) + "\n")
+    atomic_write_text(args.out / "search.md", table(results))
+    if not args.quiet:
+        print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

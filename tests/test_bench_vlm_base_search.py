@@ -1,0 +1,75 @@
+"""benchmarks/vlm_base_search.py: the table, the variant check and reuse of finished parts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench() -> ModuleType:
+    path = ROOT / "benchmarks" / "vlm_base_search.py"
+    spec = importlib.util.spec_from_file_location("vlm_base_search", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _summary(base: float, lora: float, lines: float) -> dict[str, object]:
+    row = {p: 0.25 for p in ("tt", "ti", "it", "ii")}
+    return {
+        "table": {
+            "base": {**row, "ti": base},
+            "text-only LoRA": {**row, "ti": lora},
+            "text-only LoRA + LiNeS": {**row, "ti": lines},
+        }
+    }
+
+
+def test_table_reads_base_then_lora_then_lines() -> None:
+    bench = _bench()
+    text = bench.table({"cap": _summary(0.289, 0.278, 0.283)})
+    row = text.splitlines()[-1]
+    assert row.startswith("| `cap`: + captioning")
+    assert "| 28.9 → 27.8 → 28.3 |" in row
+    assert row.count("25.0 → 25.0 → 25.0") == 3
+
+
+def test_every_variant_is_a_training_option_of_the_script() -> None:
+    bench = _bench()
+    fields = set(bench._script().TrainConfig.__dataclass_fields__)
+    for name, (_, options) in bench.VARIANTS.items():
+        assert set(options) <= fields, name
+        bench._script().TrainConfig(**options).check()
+
+
+def test_unknown_variant_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _bench().main(["--out", str(tmp_path), "--only", "capp", "-q"]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: --only capp: not a variant")
+
+
+def test_finished_variants_are_reused_not_retrained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench = _bench()
+    (tmp_path / "cap" / "base").mkdir(parents=True)
+    (tmp_path / "cap" / "base" / "training.json").write_text("{}")
+    (tmp_path / "cap" / "demo").mkdir()
+    (tmp_path / "cap" / "demo" / "demo.json").write_text(json.dumps(_summary(0.3, 0.4, 0.35)))
+
+    def refuse(*args: object, **kwargs: object) -> int:
+        raise AssertionError("a finished variant was trained again")
+
+    monkeypatch.setattr(bench._script(), "main", refuse)
+    assert bench.main(["--out", str(tmp_path), "--only", "cap", "-q"]) == 0
+    assert "30.0 → 40.0 → 35.0" in (tmp_path / "search.md").read_text()
+    record = json.loads((tmp_path / "search.json").read_text())
+    assert record["cap"]["options"] == {"caption_weight": 1.0}
