@@ -236,8 +236,12 @@ def saber_scores(work: Path, saber: Path, label: str, spec: str) -> dict[str, An
         return {"scores": table[label], "provenance": provenance}
 
     identity = {**model_identity(spec), "saber": sha256_file(saber / "saber.jsonl")}
-    slug = "".join(c if c.isalnum() else "-" for c in label).strip("-").lower()
-    return dict(cached(work / "scores" / f"{slug}.json", identity, compute))
+    return dict(cached(work / "scores" / f"{slug(label)}.json", identity, compute))
+
+
+def slug(label: str) -> str:
+    """A file name for a row label: ``"SaHa + label filter"`` → ``saha---label-filter``."""
+    return "".join(c if c.isalnum() else "-" for c in label).strip("-").lower()
 
 
 def render(saber: Path, progress: bool) -> list[Any]:
@@ -537,11 +541,11 @@ def run_saha(args: argparse.Namespace) -> dict[str, Any]:
     models = {"base": args.model}
     runs = {}
     for label, miner in TRAINED.items():
-        method, label_filter = MINERS[miner]
-        config = ClusterTrainConfig(
+        run_dir = work / f"run-{slug(miner)}"
+        train_config = ClusterTrainConfig(
             model=args.model,
             clusters=mined[miner]["clusters_file"],
-            out=str(work / f"run-{method}"),
+            out=str(run_dir),
             clusters_per_step=args.clusters_per_step,
             lr=args.lr,
             lora_r=8,
@@ -556,9 +560,9 @@ def run_saha(args: argparse.Namespace) -> dict[str, Any]:
             seed=0,
             progress=args.progress,
         )
-        run = train_clusters(dataclasses.replace(config, overwrite=True), reuse=True)
-        runs[label] = {"optimizer_steps": run["optimizer_steps"], "out": config.out}
-        models[label] = f"{args.model}+adapter={work / f'run-{method}' / 'adapter-raw'}"
+        run = train_clusters(dataclasses.replace(train_config, overwrite=True), reuse=True)
+        runs[label] = {"optimizer_steps": run["optimizer_steps"], "out": str(run_dir)}
+        models[label] = f"{args.model}+adapter={run_dir / 'adapter-raw'}"
     results = {label: saber_scores(work, saber, label, spec) for label, spec in models.items()}
     table = {label: r["scores"] for label, r in results.items()}
     record = {

@@ -32,7 +32,10 @@ va = _module()
 def test_the_halves_are_disjoint_and_cover_the_vocabulary() -> None:
     shapes = load_vocabulary("shapes")
     a, b = va.split_vocabulary(shapes)
-    names = lambda v: {x.name for x in v.attributes}  # noqa: E731
+
+    def names(vocab: Any) -> set[str]:
+        return {x.name for x in vocab.attributes}
+
     assert names(a).isdisjoint(names(b)) and set(a.objects).isdisjoint(b.objects)
     assert names(a) | names(b) == names(shapes) and set(a.objects) | set(b.objects) == set(
         shapes.objects
