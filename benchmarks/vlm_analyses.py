@@ -576,16 +576,18 @@ def run_saha(args: argparse.Namespace) -> dict[str, Any]:
     markdown = [
         f"# SaHa mining and cluster InfoNCE: {args.model}",
         "",
-        "| miner | clusters | negatives | false negatives | FN rate | high-risk rate |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| miner | clusters | negatives | false negatives | FN rate | high-risk rate | hardness "
+        "| owner similarity |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, m in mined.items():
         d = m["diagnostics"]
         risk = d["high_risk_rate"]
         markdown.append(
             f"| {label} | {d['clusters']} | {m['negatives']} | {m['false_negatives']} | "
-            f"{100 * (m['false_negative_rate'] or 0):.1f} % | "
-            f"{'–' if risk is None else f'{100 * risk:.1f} %'} |"
+            f"{100 * (m['false_negative_rate'] or 0):.2f} % | "
+            f"{'–' if risk is None else f'{100 * risk:.1f} %'} | {d['mean_hardness']:.3f} | "
+            f"{d['mean_owner_similarity']:.3f} |"
         )
     markdown += ["", *table_md(table), ""]
     markdown += [
@@ -594,7 +596,9 @@ def run_saha(args: argparse.Namespace) -> dict[str, Any]:
         "holding an evaluation binding set dropped), rendered procedurally; k = "
         f"{args.k} negatives per cluster, mined with the base model.",
         "- false negative: a negative pair whose image shows the anchor's binding set (read from "
-        "the SABER file); high-risk: owner caption cosine ≥ 0.90 with the anchor.",
+        "the SABER file); high-risk: owner caption cosine ≥ 0.90 with the anchor; hardness: mean "
+        "cosine of the anchor caption and the negative image; owner similarity: mean cosine of "
+        "the anchor caption and the negative's caption (seed 002, Fig. 5).",
         f"- training: cluster InfoNCE (τ 0.02) through `bindkit train clusters`' trainer, LoRA r 8 "
         f"on the language model, lr {args.lr}, {args.clusters_per_step} clusters per step, "
         f"{args.steps} steps; evaluation: the demo's SABER-shapes seed {EVAL_SEED} set "
@@ -625,29 +629,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    def common(name: str, handler: Callable[[argparse.Namespace], Any], help: str) -> Any:
+    def common(
+        name: str, handler: Callable[[argparse.Namespace], Any], help: str, eval_per_n: int = 20
+    ) -> Any:
         sub = commands.add_parser(name, help=help, description=help)
         sub.add_argument("--model", default=MODEL, help="e.g. builtin:tiny-vlm+weights=DIR")
         sub.add_argument("--out", type=Path, required=True, help="output folder (shared)")
         sub.add_argument("--threads", type=_positive, default=1, help="torch threads")
-        sub.add_argument("--eval-per-n", type=_even, default=20, help="evaluation MCQs per N")
+        sub.add_argument(
+            "--eval-per-n", type=_even, default=eval_per_n, help="evaluation MCQs per N"
+        )
         sub.add_argument("-q", "--quiet", dest="progress", action="store_false")
         sub.set_defaults(handler=handler)
         return sub
 
-    overlap = common("overlap", run_overlap, "NoOverlap vs Overlap vs Random vocabulary")
-    overlap.add_argument("--train-per-n", type=_even, default=60, help="MCQs drawn per N, per arm")
-    overlap.add_argument("--train-mcqs", type=_positive, default=300, help="MCQs per arm, at most")
-    overlap.add_argument("--steps", type=_positive, default=100, help="optimizer steps per arm")
+    overlap = common("overlap", run_overlap, "NoOverlap vs Overlap vs Random vocabulary", 40)
+    overlap.add_argument("--train-per-n", type=_even, default=150, help="MCQs drawn per N, per arm")
+    overlap.add_argument("--train-mcqs", type=_positive, default=800, help="MCQs per arm, at most")
+    overlap.add_argument("--steps", type=_positive, default=300, help="optimizer steps per arm")
     gap = common("gap", run_gap, "modality gap per prompt layout, base and adapters")
     gap.add_argument(
         "--adapter", type=Path, action="append", default=[], help="a LoRA folder (repeatable)"
     )
     gap.add_argument("--pairs", type=_positive, default=180, help="image-caption pairs, at most")
     saha = common("saha", run_saha, "SaHa clusters, FN rate, cluster InfoNCE vs random batches")
-    saha.add_argument("--pool-per-n", type=_even, default=10, help="pool MCQs drawn per N")
+    saha.add_argument("--pool-per-n", type=_even, default=40, help="pool MCQs drawn per N")
     saha.add_argument("--k", type=_positive, default=7, help="negatives per cluster")
-    saha.add_argument("--steps", type=_positive, default=40, help="optimizer steps per run")
+    saha.add_argument("--steps", type=_positive, default=200, help="optimizer steps per run")
     saha.add_argument("--clusters-per-step", type=_positive, default=4)
     saha.add_argument("--lr", type=float, default=1e-3)
     return parser

@@ -150,6 +150,8 @@ def test_overlap_then_gap_end_to_end(tmp_path: Path) -> None:
     assert list(gap["base"]) == expected
     assert gap["base"]["mllm none"]["modality_gap"] != gap["base"]["mllm system"]["modality_gap"]
     assert gap["base"]["mllm none"]["spec"].endswith("+layout=none")
+    for name in expected:  # the adapter reaches every row, the layout rows included
+        assert gap["adapter-raw"][name]["modality_gap"] != gap["base"][name]["modality_gap"]
 
 
 def test_saha_end_to_end(tmp_path: Path) -> None:
@@ -167,3 +169,33 @@ def test_saha_end_to_end(tmp_path: Path) -> None:
     assert record["mining"]["hard negatives (top-k)"]["false_negatives"] > 0
     assert list(record["table"]) == ["base", *va.TRAINED]
     assert (out / "saha" / "saha.md").read_text().count("|") > 20
+
+
+def test_the_mllm_system_layout_with_the_models_own_prompt_is_the_native_model() -> None:
+    """What the layout rows of ``gap`` change is the prompt alone: the ``mllm`` family on the
+    tiny-vlm folder, system layout with tiny-vlm's own system prompt, gives its vectors."""
+    import numpy as np
+    from PIL import Image
+
+    from bindkit.embed.prompts import QWEN3_VL_EMBEDDING_DEFAULT
+    from bindkit.embed.registry import load_embedder
+
+    specs = va.gap_specs(va.MODEL, None)
+    native = load_embedder(specs["native"], cache=False, progress=False)
+    mllm = load_embedder(
+        f"{specs['mllm']}+layout=system+system_prompt={QWEN3_VL_EMBEDDING_DEFAULT}",
+        cache=False,
+        progress=False,
+    )
+    other = load_embedder(f"{specs['mllm']}+layout=system", cache=False, progress=False)
+    texts = ["A red cube and a blue cone.", "A blue cube and a red cone."]
+    # the size of a rendered scene: max_pixels (16,384: 128 x 128) decides its visual tokens
+    images = [Image.new("RGB", (256, 256), c) for c in ((200, 30, 30), (30, 30, 200))]
+    for image in images:
+        image.paste((240, 240, 240), (0, 0, 128, 96))
+    for role in ("query", "document"):
+        a, b = native.embed_texts(texts, role=role), mllm.embed_texts(texts, role=role)
+        np.testing.assert_allclose(a, b, atol=1e-6)
+        a, b = native.embed_images(images, role=role), mllm.embed_images(images, role=role)
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    assert not np.allclose(native.embed_texts(texts), other.embed_texts(texts), atol=1e-3)
