@@ -324,9 +324,13 @@ def run_overlap(args: argparse.Namespace) -> dict[str, Any]:
     work = args.out / "overlap"
     full = load_vocabulary("shapes")
     half_a, half_b = split_vocabulary(full)
-    saber = work / "saber-B"
+    saber, control_saber = work / "saber-B", work / "saber-A"
     held_out = draw(saber, half_b, EVAL_SEED, args.eval_per_n, HALF_N_MAX, args.progress)
-    check_vocabulary(map(lambda m: {"bindings": mcq_bindings(m)}, held_out), half_b, "evaluation")
+    check_vocabulary(({"bindings": mcq_bindings(m)} for m in held_out), half_b, "evaluation")
+    # the control: the same adapters on half A, NoOverlap's own vocabulary (did it learn at all?)
+    control = draw(control_saber, half_a, EVAL_SEED, args.eval_per_n, HALF_N_MAX, args.progress)
+    check_vocabulary(({"bindings": mcq_bindings(m)} for m in control), half_a, "control")
+    evaluation = [*held_out, *control]
     vocabularies = {"NoOverlap": half_a, "Overlap": half_b, "Random": full}
     drawn = {
         arm: build_saber(
@@ -334,13 +338,17 @@ def run_overlap(args: argparse.Namespace) -> dict[str, Any]:
         )
         for arm, vocab in vocabularies.items()
     }
-    pools = {arm: disjoint_mcqs(mcqs, held_out) for arm, mcqs in drawn.items()}
+    pools = {arm: disjoint_mcqs(mcqs, evaluation) for arm, mcqs in drawn.items()}
     chosen, count = size_matched(pools, args.train_mcqs, TRAIN_SEED)
     models = {"base": args.model}
-    counts: dict[str, Any] = {"eval_mcqs": len(held_out), "train_mcqs_per_arm": count}
+    counts: dict[str, Any] = {
+        "eval_mcqs": len(held_out),
+        "control_mcqs": len(control),
+        "train_mcqs_per_arm": count,
+    }
     for arm in ARMS:
         rows = triplet_rows(chosen[arm])
-        check_disjoint(rows, held_out)  # no evaluation binding set, in any arm
+        check_disjoint(rows, evaluation)  # no evaluation binding set, in any arm
         check_vocabulary(rows, vocabularies[arm], arm)
         counts[arm] = {
             "drawn": len(drawn[arm]),
@@ -361,8 +369,14 @@ def run_overlap(args: argparse.Namespace) -> dict[str, Any]:
         models[arm] = f"{args.model}+adapter={work / arm / 'run' / 'adapter-raw'}"
     results = {label: saber_scores(work, saber, label, spec) for label, spec in models.items()}
     table = {label: r["scores"] for label, r in results.items()}
+    checks = {
+        label: saber_scores(work, control_saber, f"{label} on A", spec)
+        for label, spec in models.items()
+    }
+    control_table = {label: r["scores"] for label, r in checks.items()}
     record = {
         "table": table,
+        "control": control_table,
         "counts": counts,
         "vocabulary": {
             half.source: {
@@ -372,21 +386,29 @@ def run_overlap(args: argparse.Namespace) -> dict[str, Any]:
             }
             for half in (half_a, half_b)
         },
-        "scores": results,
+        "scores": {"B": results, "A": checks},
         "provenance": provenance(args, started),
     }
     markdown = [
         f"# NoOverlap vs Overlap vs Random training vocabulary: {args.model}",
         "",
+        "Evaluation on half B (unseen by NoOverlap):",
+        "",
         *table_md(table),
+        "",
+        "Control, the same adapters on half A (NoOverlap's own vocabulary, unseen by Overlap):",
+        "",
+        *table_md(control_table),
         "",
         f"- evaluation: SABER-shapes seed {EVAL_SEED} drawn from half B only "
         f"({len(half_b.attributes)} attributes, {len(half_b.objects)} objects), "
-        f"{len(held_out)} MCQs, N = 2..{HALF_N_MAX}; MCQ accuracy in % (chance 25).",
+        f"{len(held_out)} MCQs, N = 2..{HALF_N_MAX}; the control the same from half A "
+        f"({len(control)} MCQs); MCQ accuracy in % (chance 25).",
         f"- training: {count} MCQs × 3 = {3 * count} triplets per arm (size-matched), drawn "
         f"with seed {TRAIN_SEED} from half A (NoOverlap), half B (Overlap) or the whole "
-        "vocabulary (Random); MCQs holding an evaluation binding set dropped; the demo's recipe, "
-        f"{args.steps} steps, raw adapters.",
+        "vocabulary (Random); MCQs holding a binding set of either evaluation set dropped; the "
+        "demo's recipe in every arm, its distillation of single-pair captions of the whole "
+        f'vocabulary ("A red cube.", nothing to bind) included; {args.steps} steps, raw adapters.',
         f"- half A: {', '.join(a.name for a in half_a.attributes)}; {', '.join(half_a.objects)}.",
         f"- half B: {', '.join(a.name for a in half_b.attributes)}; {', '.join(half_b.objects)}.",
     ]

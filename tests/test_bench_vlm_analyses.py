@@ -129,7 +129,8 @@ def test_overlap_then_gap_end_to_end(tmp_path: Path) -> None:
     args = ["--train-per-n", "4", "--train-mcqs", "6", "--steps", "2"]
     assert va.main(["overlap", "--out", str(out), *args, *TINY]) == 0
     record = json.loads((out / "overlap" / "overlap.json").read_text())
-    assert list(record["table"]) == ["base", *va.ARMS]
+    assert list(record["table"]) == list(record["control"]) == ["base", *va.ARMS]
+    assert record["counts"]["eval_mcqs"] == record["counts"]["control_mcqs"] == 12
     assert {record["counts"][arm]["triplets"] for arm in va.ARMS} == {18}
     assert all(0 <= v <= 1 for row in record["table"].values() for v in row.values())
     assert record["provenance"]["base_model"]["weights"]["weights"]
