@@ -48,6 +48,7 @@ TRAIN_SEED = 2  # the demo's training draw (seed 1 trained tiny-vlm)
 POOL_SEED = 3  # the SaHa pool's draw
 HALF_N_MAX = 7  # half B holds 7 of the 15 shapes objects: MCQs with N = 2..7
 ARMS = ("NoOverlap", "Overlap", "Random")
+NATIVE = "qwen3-vl-embedding (native)"
 MINERS = {  # label → (bindkit mine method, SaHa label filter)
     "random": ("random", False),
     "hard negatives (top-k)": ("hn", False),
@@ -225,9 +226,12 @@ def cached(path: Path, identity: Mapping[str, Any], compute: Callable[[], Any]) 
     return value
 
 
-def saber_scores(work: Path, saber: Path, label: str, spec: str) -> dict[str, Any]:
+def saber_scores(
+    work: Path, saber: Path, label: str, spec: str, files: str | None = None
+) -> dict[str, Any]:
     """tt / ti / it / ii MCQ accuracy of ``spec`` on ``saber`` (the demos' evaluation call),
-    reused while the model's files and the SABER file are unchanged."""
+    reused while the model's files and the SABER file are unchanged. ``files``: a tiny-vlm-like
+    spec naming the same checkpoint and adapter, when ``spec`` is of another family (``mllm:``)."""
     from bindkit._io import sha256_file
     from bindkit.demo.tiny_clip import _evaluate
 
@@ -235,7 +239,8 @@ def saber_scores(work: Path, saber: Path, label: str, spec: str) -> dict[str, An
         table, provenance = _evaluate(work, saber, {label: spec})
         return {"scores": table[label], "provenance": provenance}
 
-    identity = {**model_identity(spec), "saber": sha256_file(saber / "saber.jsonl")}
+    identity = {**model_identity(files or spec), "spec": spec}
+    identity["saber"] = sha256_file(saber / "saber.jsonl")
     return dict(cached(work / "scores" / f"{slug(label)}.json", identity, compute))
 
 
@@ -455,11 +460,12 @@ def run_gap(args: argparse.Namespace) -> dict[str, Any]:
     rows = [{"image": str((saber / q.image).resolve()), "caption": q.text} for q in queries]
     atomic_write_bytes(pairs, jsonl_bytes(rows))
     layouts: dict[str, dict[str, dict[str, Any]]] = {}
+    scores: dict[str, dict[str, dict[str, Any]]] = {}
     for label, adapter in adapters.items():
-        layouts[label] = {}
+        layouts[label], scores[label] = {}, {}
+        files = args.model + (f"+adapter={adapter}" if adapter else "")
         for kind, spec in specs[label].items():
-            tail = f"+adapter={adapter}" if adapter else ""
-            identity = {**model_identity(args.model + tail), "spec": spec}
+            identity = {**model_identity(files), "spec": spec}
             identity["pairs"] = sha256_file(pairs)
 
             def compute(spec: str = spec, folder: Path = work / label / kind) -> Any:
@@ -467,10 +473,15 @@ def run_gap(args: argparse.Namespace) -> dict[str, Any]:
 
             found = cached(work / label / f"{kind}.json", identity, compute)
             for layout, result in found.items():
-                name = "qwen3-vl-embedding (native)" if kind == "native" else f"mllm {layout}"
+                name = NATIVE if kind == "native" else f"mllm {layout}"
                 layouts[label][name] = result
+                if args.scores:
+                    row = f"{label} · {name}"
+                    found_scores = saber_scores(work, saber, row, result["spec"], files)
+                    scores[label][name] = found_scores
     record = {
         "layouts": layouts,
+        "scores": scores,
         "pairs": {"file": str(pairs), "count": len(rows), "saber": str(saber)},
         "provenance": provenance(args, started),
     }
@@ -496,6 +507,18 @@ def run_gap(args: argparse.Namespace) -> dict[str, Any]:
         "- gap: distance between the image and caption centroids; align: mean cosine of matched "
         "pairs (`bindkit analyze modality-gap`).",
     ]
+    if args.scores:
+        table = {
+            f"{label} · {name}": found["scores"]
+            for label, by_name in scores.items()
+            for name, found in by_name.items()
+        }
+        markdown += [
+            "",
+            f"SABER MCQ accuracy per prompt format (the {len(mcqs)} MCQs of the same set, %):",
+            "",
+            *table_md(table),
+        ]
     write_outputs(work, "gap", record, markdown)
     return record
 
@@ -674,6 +697,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--adapter", type=Path, action="append", default=[], help="a LoRA folder (repeatable)"
     )
     gap.add_argument("--pairs", type=_positive, default=180, help="image-caption pairs, at most")
+    gap.add_argument(
+        "--no-scores",
+        dest="scores",
+        action="store_false",
+        help="skip SABER tt/ti/it/ii per prompt format (the gap alone)",
+    )
     saha = common("saha", run_saha, "SaHa clusters, FN rate, cluster InfoNCE vs random batches")
     saha.add_argument("--pool-per-n", type=_even, default=40, help="pool MCQs drawn per N")
     saha.add_argument("--k", type=_positive, default=7, help="negatives per cluster")

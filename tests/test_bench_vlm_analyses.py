@@ -143,7 +143,8 @@ def test_overlap_then_gap_end_to_end(tmp_path: Path) -> None:
     assert (
         va.main(["gap", "--out", str(out), "--pairs", "6", "--adapter", str(adapter), *TINY]) == 0
     )
-    gap = json.loads((out / "gap" / "gap.json").read_text())["layouts"]
+    found = json.loads((out / "gap" / "gap.json").read_text())
+    gap = found["layouts"]
     assert list(gap) == ["base", "adapter-raw"]
     expected = ["qwen3-vl-embedding (native)"] + [
         f"mllm {n}" for n in ("none", "user", "system", "hierarchical")
@@ -153,6 +154,10 @@ def test_overlap_then_gap_end_to_end(tmp_path: Path) -> None:
     assert gap["base"]["mllm none"]["spec"].endswith("+layout=none")
     for name in expected:  # the adapter reaches every row, the layout rows included
         assert gap["adapter-raw"][name]["modality_gap"] != gap["base"][name]["modality_gap"]
+    scores = found["scores"]
+    assert list(scores["base"]) == list(scores["adapter-raw"]) == expected
+    assert set(scores["base"]["mllm user"]["scores"]) == set(va.PAIRINGS)
+    assert scores["base"]["mllm user"]["provenance"][0]["model"] == "base · mllm user"
 
 
 def test_saha_end_to_end(tmp_path: Path) -> None:
