@@ -6,11 +6,13 @@
   occur in the evaluation MCQs; (b) Overlap: half B, the evaluation's own vocabulary (binding
   sets of evaluation items dropped, as the demo does); (c) Random: the whole vocabulary (same
   drop). Evaluated on SABER-shapes MCQs drawn from half B only (N = 2..7: half B holds 7
-  objects); every training row and every evaluation MCQ is checked against its vocabulary.
-- ``gap`` (seed 002, Table I in kind): ``analyze modality-gap`` of the base model and each
-  ``--adapter`` on the demo's evaluation scenes, once with the model's own prompt format
+  objects), with a control drawn from half A (did NoOverlap learn its own words?); every
+  training row and every evaluation MCQ is checked against its vocabulary.
+- ``gap`` (seed 002, Tables I and II in kind): ``analyze modality-gap`` of the base model and
+  each ``--adapter`` on the demo's evaluation scenes, once with the model's own prompt format
   (``qwen3-vl-embedding``) and once per prompt layout of the generic ``mllm`` family loaded on
-  the same checkpoint folder (``none``, ``user``, ``system``, ``hierarchical``).
+  the same checkpoint folder (``none``, ``user``, ``system``, ``hierarchical``); and SABER
+  tt / ti / it / ii under each (``--no-scores``: the gap alone).
 - ``saha`` (seed 002, Algorithm 1): caption → image pairs of rendered SABER-shapes scenes
   (a draw disjoint in binding sets from the evaluation set), mined into clusters by SaHa (with
   and without the label filter), plain hard negatives and random; the false-negative rate of
