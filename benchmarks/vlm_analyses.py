@@ -665,6 +665,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: a learning rate in (0, 1), e.g. 1e-3")
+    return value
+
+
 def _even(text: str) -> int:
     value = _positive(text)
     if value % 2:
@@ -679,15 +686,27 @@ def build_parser() -> argparse.ArgumentParser:
     def common(
         name: str, handler: Callable[[argparse.Namespace], Any], help: str, eval_per_n: int = 20
     ) -> Any:
-        sub = commands.add_parser(name, help=help, description=help)
+        sub = commands.add_parser(
+            name,
+            help=help,
+            description=help,
+            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        )
         sub.add_argument("--model", default=MODEL, help="e.g. builtin:tiny-vlm+weights=DIR")
         sub.add_argument("--out", type=Path, required=True, help="output folder (shared)")
         sub.add_argument("--threads", type=_positive, default=1, help="torch threads")
         sub.add_argument(
             "--eval-per-n", type=_even, default=eval_per_n, help="evaluation MCQs per N"
         )
-        sub.add_argument("-q", "--quiet", dest="progress", action="store_false")
-        sub.set_defaults(handler=handler)
+        sub.set_defaults(handler=handler, progress=True)  # before -q, whose default is hidden
+        sub.add_argument(
+            "-q",
+            "--quiet",
+            dest="progress",
+            action="store_false",
+            default=argparse.SUPPRESS,
+            help="no progress output",
+        )
         return sub
 
     overlap = common("overlap", run_overlap, "NoOverlap vs Overlap vs Random vocabulary", 40)
@@ -709,8 +728,8 @@ def build_parser() -> argparse.ArgumentParser:
     saha.add_argument("--pool-per-n", type=_even, default=40, help="pool MCQs drawn per N")
     saha.add_argument("--k", type=_positive, default=7, help="negatives per cluster")
     saha.add_argument("--steps", type=_positive, default=200, help="optimizer steps per run")
-    saha.add_argument("--clusters-per-step", type=_positive, default=4)
-    saha.add_argument("--lr", type=float, default=1e-3)
+    saha.add_argument("--clusters-per-step", type=_positive, default=4, help="clusters per step")
+    saha.add_argument("--lr", type=_rate, default=1e-3, help="LoRA learning rate")
     return parser
 
 
