@@ -604,7 +604,7 @@ def run_saha(args: argparse.Namespace) -> dict[str, Any]:
             lines=False,
             model_dropout=False,
             save_every=100,
-            seed=0,
+            seed=args.seed,
             progress=args.progress,
         )
         run = train_clusters(dataclasses.replace(train_config, overwrite=True), reuse=True)
@@ -648,7 +648,8 @@ def run_saha(args: argparse.Namespace) -> dict[str, Any]:
         "the anchor caption and the negative's caption (seed 002, Fig. 5).",
         f"- training: cluster InfoNCE (τ 0.02) through `bindkit train clusters`' trainer, LoRA r 8 "
         f"on the language model, lr {args.lr}, {args.clusters_per_step} clusters per step, "
-        f"{args.steps} steps; evaluation: the demo's SABER-shapes seed {EVAL_SEED} set "
+        f"{args.steps} steps, seed {args.seed}; evaluation: the demo's SABER-shapes seed "
+        f"{EVAL_SEED} set "
         f"({len(held_out)} MCQs), MCQ accuracy in %.",
     ]
     write_outputs(work, "saha", record, markdown)
@@ -730,6 +731,7 @@ def build_parser() -> argparse.ArgumentParser:
     saha.add_argument("--steps", type=_positive, default=200, help="optimizer steps per run")
     saha.add_argument("--clusters-per-step", type=_positive, default=4, help="clusters per step")
     saha.add_argument("--lr", type=_rate, default=1e-3, help="LoRA learning rate")
+    saha.add_argument("--seed", type=int, default=0, help="LoRA init and cluster order")
     return parser
 
 
