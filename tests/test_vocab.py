@@ -164,3 +164,26 @@ def test_too_few_entries_for_n(vocab_copy: Path) -> None:
     (vocab_copy / "objects.txt").write_text("cube\nkite\n")
     with pytest.raises(VocabularyError, match="N = 2 needs at least 3 objects"):
         load_vocabulary(vocab_copy).check_supports(2, 2)
+
+
+def test_subset_vocabulary_keeps_only_the_named_entries(tmp_path: Path) -> None:
+    from bindkit.saber.build import generate_saber
+    from bindkit.saber.io import read_saber
+    from bindkit.saber.vocab import subset_vocabulary
+
+    shapes = load_vocabulary("shapes")
+    part = subset_vocabulary(shapes, ["red", "blue", "golden"], ["cube", "cone", "ring"], "x")
+    assert [a.name for a in part.attributes] == ["red", "blue", "golden"]
+    assert part.palette == shapes.palette
+    other = subset_vocabulary(shapes, ["red", "blue", "golden"], ["cube", "cone", "star"], "x")
+    assert len({shapes.sha256, part.sha256, other.sha256}) == 3
+    manifest = generate_saber(tmp_path / "s", per_n=4, n_max=3, vocab=part)
+    assert manifest["vocabulary"]["sha256"] == part.sha256
+    words = {
+        w for m in read_saber(tmp_path / "s").mcqs for i in m.items for b in i.bindings for w in b
+    }
+    assert words <= {"red", "blue", "golden", "cube", "cone", "ring"}
+    with pytest.raises(VocabularyError, match="'sofa'"):
+        subset_vocabulary(shapes, ["red"], ["sofa"], "x")
+    with pytest.raises(VocabularyError, match="twice"):
+        subset_vocabulary(shapes, ["red", "red"], ["cube"], "x")

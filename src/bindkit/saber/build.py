@@ -419,7 +419,7 @@ def generate_saber(
     per_n: int = 200,
     n_min: int = 2,
     n_max: int = 10,
-    vocab: str | Path | None = None,
+    vocab: str | Path | Vocabulary | None = None,
     overwrite: bool = False,
     avoid_color_collisions: bool = True,
 ) -> dict[str, Any]:
@@ -437,7 +437,9 @@ def generate_saber(
         per_n: MCQs per N (even): half independent, half nested.
         n_min: Smallest object count (>= 2).
         n_max: Largest object count.
-        vocab: A vocabulary directory with the packaged schema; None for the packaged one.
+        vocab: A vocabulary directory with the packaged schema; None for the packaged one; or a
+            loaded :class:`~bindkit.saber.vocab.Vocabulary` (e.g. a
+            :func:`~bindkit.saber.vocab.subset_vocabulary`).
         overwrite: Replace ``saber.jsonl`` and ``manifest.json`` in a non-empty ``out``.
         avoid_color_collisions: See :class:`SaberOptions` (False: ``--allow-color-collisions``).
 
@@ -466,7 +468,7 @@ def generate_saber(
         raise BindkitError(f"--out {out}: exists and is not a directory; choose another path")
     check_can_create(out)
     _check_empty(out, overwrite)
-    vocabulary = load_vocabulary(vocab)
+    vocabulary = vocab if isinstance(vocab, Vocabulary) else load_vocabulary(vocab)
     mcqs = build_saber(options, vocabulary)
     data = jsonl_bytes(m.to_json() for m in mcqs)
     manifest = make_manifest(options, vocabulary, mcqs, data)

@@ -18,7 +18,7 @@ import random
 import re
 import string
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.resources import as_file, files
@@ -135,6 +135,42 @@ class Vocabulary:
                 f"{self.source}: N = 2 needs at least 3 objects and 3 attributes (the joint-swap "
                 "candidate replaces one element with a new one); add entries or raise --n-min"
             )
+
+
+def subset_vocabulary(
+    vocab: Vocabulary, attributes: Sequence[str], objects: Sequence[str], name: str
+) -> Vocabulary:
+    """The part of ``vocab`` with only the named attributes and objects (the palette is kept):
+    e.g. one half of a vocabulary for a NoOverlap split. Its hash is derived from the parent's
+    hash and the kept names, so a manifest tells the parts apart.
+
+    Raises:
+        VocabularyError: a name is not in ``vocab`` (named), or is listed twice.
+
+    Example:
+        >>> part = subset_vocabulary(load_vocabulary("shapes"), ["red", "blue"], ["cube"], "a")
+        >>> part.objects, [a.name for a in part.attributes], part.source
+        (('cube',), ['red', 'blue'], 'builtin:shapes[a]')
+    """
+    for kind, names, known in (
+        ("attribute", attributes, {a.name for a in vocab.attributes}),
+        ("object", objects, set(vocab.objects)),
+    ):
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise VocabularyError(f"{vocab.source}: no {kind} {unknown[0]!r} to keep in {name!r}")
+        if len(set(names)) != len(names):
+            raise VocabularyError(f"{vocab.source}[{name}]: a {kind} is listed twice")
+    digest = hashlib.sha256(vocab.sha256.encode())
+    for names in (attributes, objects):
+        digest.update(b"\0" + "\n".join(names).encode("utf-8"))
+    return Vocabulary(
+        objects=tuple(objects),
+        attributes=tuple(vocab.attribute(n) for n in attributes),
+        palette=vocab.palette,
+        source=f"{vocab.source}[{name}]",
+        sha256=digest.hexdigest(),
+    )
 
 
 #: Packaged vocabularies other than the default, by the name ``--vocab`` accepts.
