@@ -6,9 +6,11 @@ LoRA on the language layers, LiNeS), and tabulate SABER-shapes tt/ti/it/ii befor
     python benchmarks/vlm_base_search.py --out runs/vlm-bases --only cap  # some of them
 
 Each variant is ``OUT/NAME/base`` (the trained checkpoint, its ``training.json``) and
-``OUT/NAME/demo`` (the demo's folder, ``demo.json``); a finished part is reused on rerun, so an
-interrupted search resumes. One torch thread per job. Writes ``OUT/search.md`` and
-``OUT/search.json`` (each variant's training options, the demo's table and provenance).
+``OUT/NAME/demo`` (the demo's folder, ``demo.json``; ``demo-lr<LR>`` for another ``--lr``); a
+finished part is reused on rerun, so an interrupted search resumes and another ``--lr`` reuses
+the bases. One torch thread per job. Writes ``OUT/search.md`` and ``OUT/search.json``
+(``search-lr<LR>.*`` for another ``--lr``: each variant's training options, the demo's options,
+table and provenance).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bindkit.demo.tiny_vlm import LR
 from bindkit.errors import BindkitError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +70,9 @@ def run_variant(
     """Train (or reuse) the base and run (or reuse) the demo on it; returns the demo summary."""
     from bindkit.demo.tiny_vlm import TinyVlmDemoOptions, run_tiny_vlm_demo
 
-    base, folder = out / name / "base", out / name / "demo"
+    lr = demo.get("lr", LR)
+    base = out / name / "base"
+    folder = out / name / ("demo" if lr == LR else f"demo-lr{lr:g}")
     if not (base / "training.json").is_file():
         flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
         if _script().main(["--out", str(base), "-q", *flags]):
@@ -100,6 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--saber-per-n", type=int, default=20, help="evaluation MCQs per N")
     parser.add_argument("--steps", type=int, default=300, help="LoRA steps of the demo")
+    parser.add_argument(
+        "--lr", type=float, default=LR, help=f"LoRA learning rate of the demo (default: {LR:g})"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     args = parser.parse_args(argv)
@@ -110,7 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise BindkitError(
                 f"--only {unknown[0]}: not a variant; use one of {', '.join(VARIANTS)}"
             )
-        demo = {"saber_per_n": args.saber_per_n, "steps": args.steps, "threads": args.threads}
+        demo = {
+            "saber_per_n": args.saber_per_n,
+            "steps": args.steps,
+            "threads": args.threads,
+            "lr": args.lr,
+        }
         results = {}
         for name in names:
             results[name] = run_variant(name, VARIANTS[name][1], args.out, demo)
@@ -125,8 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         name: {"options": VARIANTS[name][1], "demo": {**demo}, "summary": results[name]}
         for name in names
     }
-    atomic_write_text(args.out / "search.json", json.dumps(record, indent=1) + "\n")
-    atomic_write_text(args.out / "search.md", table(results))
+    suffix = "" if args.lr == LR else f"-lr{args.lr:g}"
+    atomic_write_text(args.out / f"search{suffix}.json", json.dumps(record, indent=1) + "\n")
+    atomic_write_text(args.out / f"search{suffix}.md", table(results))
     if not args.quiet:
         print(table(results))
     return 0

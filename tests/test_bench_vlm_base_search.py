@@ -73,3 +73,21 @@ def test_finished_variants_are_reused_not_retrained(
     assert "30.0 → 40.0 → 35.0" in (tmp_path / "search.md").read_text()
     record = json.loads((tmp_path / "search.json").read_text())
     assert record["cap"]["options"] == {"caption_weight": 1.0}
+
+
+def test_another_lr_reuses_the_base_and_keeps_its_own_demo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench = _bench()
+    (tmp_path / "cap" / "base").mkdir(parents=True)
+    (tmp_path / "cap" / "base" / "training.json").write_text("{}")
+    (tmp_path / "cap" / "demo").mkdir()
+    (tmp_path / "cap" / "demo" / "demo.json").write_text(json.dumps(_summary(0.3, 0.4, 0.35)))
+    (tmp_path / "cap" / "demo-lr0.0003").mkdir()
+    (tmp_path / "cap" / "demo-lr0.0003" / "demo.json").write_text(
+        json.dumps(_summary(0.3, 0.5, 0.45))
+    )
+    monkeypatch.setattr(bench._script(), "main", lambda *a, **k: 1 / 0)
+    assert bench.main(["--out", str(tmp_path), "--only", "cap", "--lr", "3e-4", "-q"]) == 0
+    assert "30.0 → 50.0 → 45.0" in (tmp_path / "search-lr0.0003.md").read_text()
+    assert not (tmp_path / "search.md").exists()
