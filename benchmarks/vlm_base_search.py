@@ -6,11 +6,14 @@ LoRA on the language layers, LiNeS), and tabulate SABER-shapes tt/ti/it/ii befor
     python benchmarks/vlm_base_search.py --out runs/vlm-bases --only cap  # some of them
 
 Each variant is ``OUT/NAME/base`` (the trained checkpoint, its ``training.json``) and
-``OUT/NAME/demo`` (the demo's folder, ``demo.json``; ``demo-lr<LR>`` for another ``--lr``); a
-finished part is reused on rerun, so an interrupted search resumes and another ``--lr`` reuses
-the bases. One torch thread per job. Writes ``OUT/search.md`` and ``OUT/search.json``
-(``search-lr<LR>.*`` for another ``--lr``: each variant's training options, the demo's options,
-table and provenance).
+``OUT/NAME/demo`` (the demo's folder, ``demo.json``); other demo options get their own folder
+and table (``demo-lr0.0003``, ``search-lr0.0003.md``, ``-n200`` for ``--saber-per-n 200``, …). A
+finished part is reused on rerun, so an interrupted search resumes and other demo options reuse
+the bases. One torch thread per job. Writes ``OUT/search.md`` and ``OUT/search.json`` (each
+variant's training options, the demo's options, table and provenance).
+
+    python benchmarks/vlm_base_search.py --out runs/vlm-bases --only cap-img-1k --lr 3e-4 \
+        --saber-per-n 200   # the best point at the full 1,800-MCQ set
 """
 
 from __future__ import annotations
@@ -70,9 +73,8 @@ def run_variant(
     """Train (or reuse) the base and run (or reuse) the demo on it; returns the demo summary."""
     from bindkit.demo.tiny_vlm import TinyVlmDemoOptions, run_tiny_vlm_demo
 
-    lr = demo.get("lr", LR)
     base = out / name / "base"
-    folder = out / name / ("demo" if lr == LR else f"demo-lr{lr:g}")
+    folder = out / name / f"demo{suffix(demo)}"
     if not (base / "training.json").is_file():
         flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
         if _script().main(["--out", str(base), "-q", *flags]):
@@ -83,6 +85,27 @@ def run_variant(
     spec = f"builtin:tiny-vlm+weights={base}"
     return run_tiny_vlm_demo(
         TinyVlmDemoOptions(out=str(folder), model=spec, progress=False, **demo)
+    )
+
+
+#: the demo options of the plain search; any other value names its own folders and tables
+DEMO_DEFAULTS = {"saber_per_n": 20, "steps": 300, "threads": 1, "lr": LR}
+_SHORT = {"saber_per_n": "n", "steps": "s", "threads": "t", "lr": "lr"}
+
+
+def suffix(demo: dict[str, Any]) -> str:
+    """What tells a demo run apart from the plain search's, for its folder and table names.
+
+    Example:
+        >>> suffix({"saber_per_n": 20, "steps": 300, "threads": 1, "lr": 3e-4})
+        '-lr0.0003'
+        >>> suffix({**DEMO_DEFAULTS, "saber_per_n": 200})
+        '-n200'
+    """
+    return "".join(
+        f"-{_SHORT[k]}{demo[k]:g}"
+        for k in DEMO_DEFAULTS
+        if demo.get(k, DEMO_DEFAULTS[k]) != DEMO_DEFAULTS[k]
     )
 
 
@@ -138,9 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         name: {"options": VARIANTS[name][1], "demo": {**demo}, "summary": results[name]}
         for name in names
     }
-    suffix = "" if args.lr == LR else f"-lr{args.lr:g}"
-    atomic_write_text(args.out / f"search{suffix}.json", json.dumps(record, indent=1) + "\n")
-    atomic_write_text(args.out / f"search{suffix}.md", table(results))
+    tag = suffix(demo)
+    atomic_write_text(args.out / f"search{tag}.json", json.dumps(record, indent=1) + "\n")
+    atomic_write_text(args.out / f"search{tag}.md", table(results))
     if not args.quiet:
         print(table(results))
     return 0

@@ -91,3 +91,13 @@ def test_another_lr_reuses_the_base_and_keeps_its_own_demo(
     assert bench.main(["--out", str(tmp_path), "--only", "cap", "--lr", "3e-4", "-q"]) == 0
     assert "30.0 → 50.0 → 45.0" in (tmp_path / "search-lr0.0003.md").read_text()
     assert not (tmp_path / "search.md").exists()
+
+
+def test_every_demo_option_off_its_default_names_its_own_folder() -> None:
+    bench = _bench()
+    assert bench.suffix(bench.DEMO_DEFAULTS) == ""
+    seen = set()
+    for key, value in {"saber_per_n": 200, "steps": 600, "threads": 2, "lr": 3e-4}.items():
+        tag = bench.suffix({**bench.DEMO_DEFAULTS, key: value})
+        assert tag and tag not in seen, key
+        seen.add(tag)
