@@ -458,6 +458,27 @@ def save(embedder: Any, initial: Path, out: Path) -> None:
         shutil.copyfile(initial / name, out / name)
 
 
+def _extra_terms(cfg: dict[str, Any]) -> list[str]:
+    """Card lines for the optional terms (none for the shipped recipe, whose card they would
+    change); the heading's "in-batch negatives only" no longer holds for the image term."""
+    lines = []
+    if cfg.get("caption_weight"):
+        lines.append(
+            f"- Plus {cfg['caption_weight']} × captioning: next-token cross-entropy of the "
+            "scene's caption written after the image's prompt (output head tied to the token "
+            "embeddings), the generative image-to-text training of the LLMs embedders start from."
+        )
+    if cfg.get("image_weight"):
+        mcqs = cfg.get("image_mcqs", TrainConfig.image_mcqs)
+        lines.append(
+            f"- Plus {cfg['image_weight']} × image↔image InfoNCE over all five scenes of {mcqs} "
+            "MCQs per step: the other layout of the same binding set is the "
+            "positive, **the swapped scenes are in-batch hard negatives for images** (so images "
+            "bind); captions still see only other MCQs' captions."
+        )
+    return lines
+
+
 def card(summary: dict[str, Any]) -> str:
     """The model card (Markdown) for a training summary; with scores when it has them."""
     clip = _tiny_clip_script()
@@ -496,7 +517,8 @@ def card(summary: dict[str, Any]) -> str:
         "- Captions in SABER's text form (attribute names, as evaluated), the scene's pairs in a "
         "fresh random order each time.",
         "",
-        "## Training (as web-scale embedders: in-batch negatives only)",
+        "## Training"
+        + ("" if cfg.get("image_weight") else " (as web-scale embedders: in-batch negatives only)"),
         "",
         f"- {cfg['steps']:,} AdamW steps (lr {cfg['lr']}, weight decay {cfg['weight_decay']}, "
         f"{cfg['warmup']} warm-up steps, cosine decay), {cfg['batch']} scenes per batch, each "
@@ -508,6 +530,7 @@ def card(summary: dict[str, Any]) -> str:
         "between two orderings of each scene's pairs; scenes with the same bindings are "
         "positives of each other. Every input goes through the backend's own prompts, image "
         "pipeline and pooling.",
+        *_extra_terms(cfg),
         f"- {cfg['threads']} CPU thread(s), deterministic algorithms, torch {summary['torch']}: "
         f"{summary['seconds'] / 60:.1f} min wall, {summary['cpu_seconds'] / 60:.1f} min CPU "
         f"(rendering {summary['render_seconds']:.0f} s) on a 2-core machine shared with other "

@@ -313,3 +313,17 @@ def test_image_and_caption_terms_train_and_stay_reproducible(tmp_path: Path) -> 
     caption_only = {**TINY, "caption_weight": 1.0}
     other = script.train(script.TrainConfig(**caption_only), tmp_path / "d", progress=False)
     assert other["weights_sha256"] not in (plain["weights_sha256"], first["weights_sha256"])
+
+
+def test_model_card_is_the_shipped_one_and_names_the_optional_terms() -> None:
+    """The card of the shipped training.json is the shipped card, byte for byte; a run with the
+    image term says that swapped images were its hard negatives."""
+    script = _script()
+    folder = builtin_dir("tiny-vlm")
+    summary = json.loads((folder / "training.json").read_text("utf-8"))
+    assert script.card(summary) == (folder / "README.md").read_text("utf-8")
+    summary["config"] = {**summary["config"], "image_weight": 1.0, "caption_weight": 0.5}
+    text = script.card(summary)
+    assert "in-batch negatives only" not in text
+    assert "swapped scenes are in-batch hard negatives for images" in text
+    assert "Plus 0.5 × captioning" in text
