@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
+
+from script_module import load_script
 
 
 def _module() -> ModuleType:
-    path = Path(__file__).parents[1] / "benchmarks" / "_alternate.py"
-    spec = importlib.util.spec_from_file_location("_alternate", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/_alternate.py")
 
 
 def test_the_order_flips_every_round_and_the_numbers_are_right() -> None:

@@ -5,21 +5,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from script_module import load_script
+
 
 def _module() -> ModuleType:
-    path = Path(__file__).parents[1] / "benchmarks" / "gpu_vlm_recipe.py"
-    spec = importlib.util.spec_from_file_location("gpu_vlm_recipe", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/gpu_vlm_recipe.py")
 
 
 def test_a_model_dir_without_config_is_refused(

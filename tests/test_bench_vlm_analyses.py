@@ -3,9 +3,7 @@ count by hand, and each subcommand end to end at a tiny size on builtin:tiny-vlm
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -14,16 +12,11 @@ import pytest
 
 from bindkit.errors import BindkitError
 from bindkit.saber.vocab import load_vocabulary, subset_vocabulary
+from script_module import load_script
 
 
 def _module() -> ModuleType:
-    path = Path(__file__).parents[1] / "benchmarks" / "vlm_analyses.py"
-    spec = importlib.util.spec_from_file_location("vlm_analyses", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/vlm_analyses.py")
 
 
 va = _module()

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from script_module import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bench() -> ModuleType:
-    path = ROOT / "benchmarks" / "vlm_base_search.py"
-    spec = importlib.util.spec_from_file_location("vlm_base_search", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/vlm_base_search.py")
 
 
 def _summary(base: float, lora: float, lines: float) -> dict[str, object]:
@@ -32,6 +26,14 @@ def _summary(base: float, lora: float, lines: float) -> dict[str, object]:
             "text-only LoRA + LiNeS": {**row, "ti": lines},
         }
     }
+
+
+def _finished(out: Path) -> None:
+    """A search folder whose variant ``cap`` has its base and its plain demo done."""
+    (out / "cap" / "base").mkdir(parents=True)
+    (out / "cap" / "base" / "training.json").write_text("{}")
+    (out / "cap" / "demo").mkdir()
+    (out / "cap" / "demo" / "demo.json").write_text(json.dumps(_summary(0.3, 0.4, 0.35)))
 
 
 def test_table_reads_base_then_lora_then_lines() -> None:
@@ -60,10 +62,7 @@ def test_finished_variants_are_reused_not_retrained(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bench = _bench()
-    (tmp_path / "cap" / "base").mkdir(parents=True)
-    (tmp_path / "cap" / "base" / "training.json").write_text("{}")
-    (tmp_path / "cap" / "demo").mkdir()
-    (tmp_path / "cap" / "demo" / "demo.json").write_text(json.dumps(_summary(0.3, 0.4, 0.35)))
+    _finished(tmp_path)
 
     def refuse(*args: object, **kwargs: object) -> int:
         raise AssertionError("a finished variant was trained again")
@@ -79,10 +78,7 @@ def test_another_lr_reuses_the_base_and_keeps_its_own_demo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bench = _bench()
-    (tmp_path / "cap" / "base").mkdir(parents=True)
-    (tmp_path / "cap" / "base" / "training.json").write_text("{}")
-    (tmp_path / "cap" / "demo").mkdir()
-    (tmp_path / "cap" / "demo" / "demo.json").write_text(json.dumps(_summary(0.3, 0.4, 0.35)))
+    _finished(tmp_path)
     (tmp_path / "cap" / "demo-lr0.0003").mkdir()
     (tmp_path / "cap" / "demo-lr0.0003" / "demo.json").write_text(
         json.dumps(_summary(0.3, 0.5, 0.45))

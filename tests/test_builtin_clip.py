@@ -3,10 +3,8 @@ checkpoint format is validated; the training script is reproducible."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -30,6 +28,7 @@ pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402
 
 from bindkit.embed.backends.tiny_clip import TinyClip, TinyClipConfig, Tokenizer  # noqa: E402
+from script_module import load_script  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -59,14 +58,7 @@ def scenes() -> list[Image.Image]:
 
 
 def _train_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "train_tiny_clip", ROOT / "scripts" / "train_tiny_clip.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/train_tiny_clip.py")
 
 
 def _copy(tmp_path: Path) -> Path:

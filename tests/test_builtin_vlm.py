@@ -5,10 +5,8 @@ bit-identical; the training script is reproducible."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,6 +24,7 @@ pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402
 
 from bindkit.embed.backends.mllm import MLLMEmbedder  # noqa: E402
+from script_module import load_script  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -54,14 +53,7 @@ def scenes() -> list[Image.Image]:
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "train_tiny_vlm", ROOT / "scripts" / "train_tiny_vlm.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/train_tiny_vlm.py")
 
 
 def _copy(tmp_path: Path) -> Path:

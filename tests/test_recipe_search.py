@@ -6,9 +6,7 @@ builtin:tiny-clip: rows written, a rerun reuses, a changed fixed value retrains 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -16,17 +14,13 @@ import pytest
 
 from bindkit.errors import BindkitError
 from bindkit.recipes.select import dev_sts_slack_alpha
+from script_module import load_script
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "recipe"
 
 
 def search() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("recipe_search", BENCH / "search.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["recipe_search"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/recipe/search.py", "recipe_search")
 
 
 def test_dev_sts_slack_keeps_the_largest_alpha_within_slack_else_the_best_sts() -> None:
