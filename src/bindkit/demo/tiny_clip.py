@@ -64,20 +64,26 @@ class TinyClipDemoOptions:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        from bindkit._checks import check_range
+        check_shapes_demo(self, train_per_n_min=2)
 
-        check_range("--saber-per-n", self.saber_per_n, 2, 1000)
-        if self.saber_per_n % 2:
-            raise BindkitError(
-                f"--saber-per-n {self.saber_per_n}: must be even (half independent MCQs, half "
-                "nested chains)"
-            )
-        check_range("--steps", self.steps, 1, 100_000)
-        check_range("train_per_n", self.train_per_n, 2, 10_000)
-        if self.train_per_n % 2:
-            raise BindkitError(f"train_per_n {self.train_per_n}: must be even")
-        check_range("--seed", self.seed, 0, 2**31 - 1)
-        check_range("--threads", self.threads, 1, 1024)
+
+def check_shapes_demo(options: Any, *, train_per_n_min: int) -> None:
+    """The options the shapes demos share (tiny-clip's and tiny-vlm's): evaluation and training
+    MCQs per N (even: half independent, half nested), steps, seed and threads."""
+    from bindkit._checks import check_range
+
+    check_range("--saber-per-n", options.saber_per_n, 2, 1000)
+    if options.saber_per_n % 2:
+        raise BindkitError(
+            f"--saber-per-n {options.saber_per_n}: must be even (half independent MCQs, half "
+            "nested chains)"
+        )
+    check_range("--steps", options.steps, 1, 100_000)
+    check_range("train_per_n", options.train_per_n, train_per_n_min, 10_000)
+    if options.train_per_n % 2:
+        raise BindkitError(f"train_per_n {options.train_per_n}: must be even")
+    check_range("--seed", options.seed, 0, 2**31 - 1)
+    check_range("--threads", options.threads, 1, 1024)
 
 
 def _say(options: TinyClipDemoOptions, text: str) -> None:

@@ -61,20 +61,9 @@ class TinyVlmDemoOptions:
     lr: float = LR
 
     def __post_init__(self) -> None:
-        from bindkit._checks import check_range
+        from bindkit.demo.tiny_clip import check_shapes_demo
 
-        check_range("--saber-per-n", self.saber_per_n, 2, 1000)
-        if self.saber_per_n % 2:
-            raise BindkitError(
-                f"--saber-per-n {self.saber_per_n}: must be even (half independent MCQs, half "
-                "nested chains)"
-            )
-        check_range("--steps", self.steps, 1, 100_000)
-        check_range("train_per_n", self.train_per_n, 4, 10_000)
-        if self.train_per_n % 2:
-            raise BindkitError(f"train_per_n {self.train_per_n}: must be even")
-        check_range("--seed", self.seed, 0, 2**31 - 1)
-        check_range("--threads", self.threads, 1, 1024)
+        check_shapes_demo(self, train_per_n_min=4)
         if not 0 < self.lr < 1:
             raise BindkitError(f"lr {self.lr}: must be in (0, 1)")
 
