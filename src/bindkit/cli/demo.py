@@ -77,6 +77,9 @@ def register(commands: Any) -> None:
 
 def _finetune(args: argparse.Namespace) -> int:
     if args.model in ("builtin:tiny-clip", "builtin:tiny-vlm"):
+        from bindkit._environment import note_version_drift
+
+        note_version_drift()  # (the st:default demo: run_recipe prints it)
         return _tiny_clip(args)
     if args.steps is not None:
         raise BindkitError("--steps: only with --model builtin:tiny-clip or builtin:tiny-vlm")

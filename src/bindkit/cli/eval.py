@@ -151,8 +151,10 @@ def _eval(args: argparse.Namespace) -> int:
         if not sep or not key.strip():
             raise BindkitError(f"--task-option {item!r}: write KEY=VALUE, e.g. order_seed=2")
         options[key.strip()] = value.strip()
+    from bindkit._environment import note_version_drift
     from bindkit._io import removed_if_failed_empty
 
+    note_version_drift()
     with removed_if_failed_empty(args.out):
         records = _evaluate(args, options)
     if records:

@@ -167,6 +167,7 @@ class _Runner:
         recipe = self.recipe
         identity = recipe_identity(recipe, self.threads)
         self.check_earlier(identity)
+        self.note_versions()
         record: dict[str, Any] = {"schema": SCHEMA, "status": "running", "identity": identity}
         self.write(record)
         data = build_data(recipe, self.out / "data", progress=self.progress)
@@ -234,6 +235,19 @@ class _Runner:
         if change is not None and _synth_options(earlier) != _synth_options(identity):
             # other synth options: generation would resume the old examples; start it over
             shutil.rmtree(self.out / "data", ignore_errors=True)
+
+    def note_versions(self) -> None:
+        """One line when the libraries that move numbers differ from the pinned install, and
+        one when they differ from the versions a finished run in ``OUT`` recorded."""
+        from bindkit._environment import note_version_drift
+
+        note_version_drift()
+        try:
+            earlier = json.loads((self.out / RECORD).read_text(encoding="utf-8")).get("versions")
+        except (OSError, ValueError, AttributeError):
+            earlier = None
+        if isinstance(earlier, dict):
+            note_version_drift({str(k): str(v) for k, v in earlier.items()})
 
     def files(self, data: RecipeData) -> dict[str, str]:
         paths = [data.train, data.val, data.test, *data.preserve.values()]
