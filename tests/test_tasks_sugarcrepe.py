@@ -190,12 +190,12 @@ def test_sugarcrepe_data_errors_are_one_line(
     monkeypatch.setenv("BINDKIT_DATA", str(tmp_path))
     with pytest.raises(BindkitError, match=r"--data .*sugarcrepe: not found; expected the folder"):
         evaluate([TableEmbedder()], task="sugarcrepe", out=tmp_path / "r", verbose=False)
-    with pytest.raises(BindkitError, match="--pairings tt: not available"):
+    with pytest.raises(BindkitError, match="--pairings ii: not available"):
         evaluate(
             [TableEmbedder()],
             task="sugarcrepe",
             data=_sc_fixture(tmp_path / "x"),
-            pairings="tt",
+            pairings="ii",
             out=tmp_path / "r",
             verbose=False,
         )

@@ -49,6 +49,7 @@ def evaluate(
     allow_missing_images: bool = False,
     instructions: Sequence[Instruction] | None = None,
     fetch: bool = False,
+    half: str | None = None,
 ) -> list[dict[str, Any]]:
     """Evaluate each model on a task and write one result file per (subset, pairing).
 
@@ -78,6 +79,9 @@ def evaluate(
         fetch: Download the task's files first when they are missing (``bindkit fetch``'s plan,
             into ``data`` or ``$BINDKIT_DATA/<task folder>``; the licence is printed to stderr,
             also when ``verbose`` is False).
+        half: ``"dev"`` or ``"test"``: score only that fixed, hashed half of the data
+            (:mod:`bindkit.tasks._halves`; select on dev, report test), with its own data name
+            (``<name>.dev``) and digest; a task without halves refuses it in one line.
 
     Returns:
         The result records, computed or reused, in order.
@@ -116,6 +120,8 @@ def evaluate(
     if data is not None and path is not None and path.resolve() != Path(data).resolve():
         # an export (HFDIR, hf:ID) read through its rebuilt files: record it as the user named it
         dataset = replace(dataset, source=str(data))
+    if half is not None:  # the hashed dev or test half (bindkit.tasks._halves)
+        dataset = task_impl.halve(dataset, half)
     chosen_subsets = _subsets(subsets, task_impl, dataset)
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -174,7 +180,7 @@ def _one_model(
     spec = model if isinstance(model, str) else getattr(model, "spec", type(model).__name__)
     spec = getattr(embedder, "result_name", None) or spec  # mteb: leaves out its cache_folder
     available = task_impl.pairings(dataset, embedder)
-    chosen = available if wanted is None else wanted
+    chosen = task_impl.default_pairings(available) if wanted is None else wanted
     missing = [p for p in chosen if p not in available]
     if missing or not chosen:
         raise BindkitError(

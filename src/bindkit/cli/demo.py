@@ -36,6 +36,12 @@ def register(commands: Any) -> None:
         "--scpp", default=None, help="SugarCrepe++ data folder: adds its text-only TOT columns"
     )
     finetune.add_argument(
+        "--sugarcrepe",
+        default=None,
+        help="SugarCrepe data folder: adds its text-only columns (query: another caption of "
+        "the image)",
+    )
+    finetune.add_argument(
         "--threads", type=int, default=2, help="torch CPU threads (pinned: the table reproduces)"
     )
     finetune.add_argument(
@@ -89,6 +95,7 @@ def _finetune(args: argparse.Namespace) -> int:
         out=args.out,
         sts=args.sts,
         scpp=args.scpp,
+        sugarcrepe=args.sugarcrepe,
         threads=args.threads,
         examples=args.examples,
         max_triplets=args.max_triplets,
@@ -110,7 +117,11 @@ def _tiny_clip(args: argparse.Namespace) -> int:
 
     vlm = args.model == "builtin:tiny-vlm"
 
-    for flag, value in (("--sts", args.sts), ("--scpp", args.scpp)):
+    for flag, value in (
+        ("--sts", args.sts),
+        ("--scpp", args.scpp),
+        ("--sugarcrepe", args.sugarcrepe),
+    ):
         if value is not None:
             raise BindkitError(f"{flag}: not with --model {args.model} (text-only captions)")
     st_only = (

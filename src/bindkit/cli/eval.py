@@ -107,6 +107,13 @@ def register(commands: Any) -> None:
         "or $BINDKIT_DATA/<task folder>; prints the licence)",
     )
     ev.add_argument(
+        "--half",
+        choices=("dev", "test"),
+        default=None,
+        help="score only the fixed, hashed dev or test half of the data (sugarcrepe, "
+        "sugarcrepe_pp, sts, triplets, saber): choose on dev, report test; default: all of it",
+    )
+    ev.add_argument(
         "--device",
         default=None,
         help="run every model on this torch device (cpu, cuda, cuda:1, mps): each spec gets "
@@ -235,6 +242,7 @@ def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[st
             allow_missing_images=args.allow_missing_images,
             instructions=instructions,
             fetch=args.fetch,
+            half=args.half,
         )
     return records
 

@@ -18,12 +18,21 @@ from typing import Any
 from bindkit._io import atomic_write_text
 from bindkit.errors import BindkitError
 from bindkit.recipes.recipe import Recipe, packaged_recipe
-from bindkit.recipes.run import pinned
+from bindkit.recipes.run import change_table, pinned
 from bindkit.synth.mixes import KIND_TEXT, MIXES
 from bindkit.synth.preservation import PRESERVATION_TEXT
 
 RECIPE = "binding-v1"
 SCPP_SUBSETS = ("swap_att", "replace_att", "replace_rel", "swap_obj", "replace_obj")
+SC_SUBSETS = (
+    "swap_att",
+    "swap_obj",
+    "replace_att",
+    "replace_rel",
+    "replace_obj",
+    "add_att",
+    "add_obj",
+)
 __all__ = ["DemoOptions", "demo_recipe", "pinned", "run_demo"]
 
 
@@ -39,6 +48,7 @@ class DemoOptions:
     out: str
     sts: str | None = None
     scpp: str | None = None  # SugarCrepe++ folder: adds its TOT columns (text only)
+    sugarcrepe: str | None = None  # SugarCrepe folder: adds its text-only (tt) columns
     examples: int | None = None  # template examples; ~1/4 survive NoOverlap as triplets
     max_triplets: int | None = None  # cap on the training triplets (None: all)
     saber_per_n: int | None = None  # a smaller SABER (MCQs per N) for quick runs; None: default
@@ -68,6 +78,10 @@ class DemoOptions:
         check_range("--soup", self.soup, 1, 16)
         if self.scpp is not None and not Path(self.scpp).is_dir():
             raise BindkitError(f"--scpp {self.scpp}: not a directory (the SugarCrepe++ data/)")
+        if self.sugarcrepe is not None and not Path(self.sugarcrepe).is_dir():
+            raise BindkitError(
+                f"--sugarcrepe {self.sugarcrepe}: not a directory (SugarCrepe's data/ folder)"
+            )
         if self.sts is not None:
             from bindkit.errors import DataFormatError
             from bindkit.tasks.text.sts import read_sts
@@ -106,12 +120,16 @@ def demo_recipe(options: DemoOptions) -> Recipe:
     soup = {"name": "preserve-soup", "runs": [r["name"] for r in runs]} if count > 1 else None
     scored = ["plain"] * options.plain + ["preserve"] + (["preserve-soup"] if soup else [])
     panel = [dict(e) for e in base.to_dict()["panel"]]
+    test = {"half": "test"}  # the reported half: selection read only the dev halves
     if options.sts:
         panel.append({"name": "sts_spearman", "task": "sts", "data": options.sts})
-        panel[-1]["score"] = "spearman"
+        panel[-1] |= {"score": "spearman"} | test
     for subset in SCPP_SUBSETS if options.scpp else ():
         panel.append({"name": f"scpp_{subset}", "task": "sugarcrepe_pp", "data": options.scpp})
-        panel[-1] |= {"subset": subset, "score": "tot_accuracy"}
+        panel[-1] |= {"subset": subset, "score": "tot_accuracy"} | test
+    for subset in SC_SUBSETS if options.sugarcrepe else ():
+        panel.append({"name": f"sc_{subset}", "task": "sugarcrepe", "data": options.sugarcrepe})
+        panel[-1] |= {"subset": subset, "pairing": "tt", "score": "accuracy"} | test
     changes: dict[str, Any] = {
         "data.seed": options.seed,
         "data.max_triplets": options.max_triplets,
@@ -161,6 +179,7 @@ def render_report(options: DemoOptions, recipe: Recipe, record: dict[str, Any]) 
         "heldout_triplets": "held-out full-caption triplets",
         "sts_spearman": "STS Spearman",
         **{f"scpp_{s}": f"SC++ TOT {s}" for s in SCPP_SUBSETS},
+        **{f"sc_{s}": f"SC tt {s}" for s in SC_SUBSETS},
     }
     shown = [c for c in columns if any(c in row for row in table.values())]
     lines = [
@@ -171,6 +190,10 @@ def render_report(options: DemoOptions, recipe: Recipe, record: dict[str, Any]) 
     ]
     for label, row in table.items():
         lines.append(f"| {label} | " + " | ".join(f"{100 * row[c]:.2f}" for c in shown) + " |")
+    changes = {
+        label: {columns[c]: v for c, v in row.items()} for label, row in record["changes"].items()
+    }
+    lines += change_table([columns[c] for c in shown], changes)
     lines += ["", f"What was chosen and why (the packaged recipe `{recipe.name}`):", ""]
     mix = recipe.data.mix
     lines.append(
@@ -224,17 +247,27 @@ def render_report(options: DemoOptions, recipe: Recipe, record: dict[str, Any]) 
         "binding from transferring to SABER's vocabulary (≈80 %): they share the structure that "
         "binding has to change."
     )
+    lines.append(
+        "- every column is the fixed, hashed **test half** of its set (`bindkit eval --half "
+        "test`; SugarCrepe and SugarCrepe++ split by COCO image, SABER by nested chain); the "
+        "recipe's choices read dev halves only. Changes come with 95 % paired bootstrap intervals."
+    )
     if options.sts:
         lines.append(
             f"- STS: Spearman on `{options.sts}`; it did not choose anything (reported only)."
         )
+    else:
+        lines.append("- STS: no `--sts` file given, so no STS column (bindkit does not ship SICK).")
     if options.scpp:
         lines.append(
             f"- SugarCrepe++ (`{options.scpp}`): text-only TOT accuracy per subset (both "
             "captions closer to each other than either is to the negative); reported only."
         )
-    else:
-        lines.append("- STS: no `--sts` file given, so no STS column (bindkit does not ship SICK).")
+    if options.sugarcrepe:
+        lines.append(
+            f"- SugarCrepe (`{options.sugarcrepe}`): text-only accuracy per subset (query: another "
+            "COCO caption of the image; the caption above its hard negative); reported only."
+        )
     lines.append(
         f"- adapters: `adapter/` (LiNeS applied) and `adapter-raw/` are `{recipe.shipped}`'s; "
         f"`recipe.json` records the recipe, every input's sha256 and every run's identity; "

@@ -10,16 +10,25 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bindkit.errors import BindkitError
 
-PANEL_KEYS = ("name", "task", "data", "score", "pairing", "subset")
+if TYPE_CHECKING:
+    from bindkit.metrics.paired import PairedChange
+
+PANEL_KEYS = ("name", "task", "data", "score", "pairing", "subset", "half")
 
 
 @dataclass(frozen=True)
 class PanelEntry:
-    """One panel score: ``bindkit.evaluate(task=task, data=data)`` → ``scores[score]``."""
+    """One panel score: ``bindkit.evaluate(task=task, data=data, half=half)`` →
+    ``scores[score]``.
+
+    ``half`` (``"dev"``/``"test"``, :mod:`bindkit.tasks._halves`) says which fixed half of the
+    data the entry reads; None reads all of it. Selection (a sweep's objectives, a search's dev
+    panel) may read only dev halves; a reported table reads test halves.
+    """
 
     name: str
     task: str
@@ -27,6 +36,7 @@ class PanelEntry:
     data: str | None = None
     pairing: str | None = None
     subset: str | None = None
+    half: str | None = None
 
 
 def _at(where: str) -> str:
@@ -69,9 +79,13 @@ def read_panel(where: str, base: Path | None, entries: Any) -> tuple[PanelEntry,
         for required in ("name", "task", "score"):
             if not isinstance(entry.get(required), str) or not entry[required]:
                 raise BindkitError(f"{_at(where)}{key}.{required}: missing; give a string")
-        for optional in ("data", "pairing", "subset"):
+        for optional in ("data", "pairing", "subset", "half"):
             if optional in entry and not isinstance(entry[optional], str):
                 raise BindkitError(f"{_at(where)}{key}.{optional}: give a string")
+        if "half" in entry:
+            from bindkit.tasks._halves import check_half
+
+            check_half(entry["half"], f"{_at(where)}{key}.half")
         data = entry.get("data")
         if (
             data is not None
@@ -88,6 +102,7 @@ def read_panel(where: str, base: Path | None, entries: Any) -> tuple[PanelEntry,
                 data=data,
                 pairing=entry.get("pairing"),
                 subset=entry.get("subset"),
+                half=entry.get("half"),
             )
         )
     check_panel(where, tuple(panel))
@@ -102,11 +117,18 @@ def check_panel(where: str, panel: tuple[PanelEntry, ...]) -> None:
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
         raise BindkitError(f"{_at(where)}panel name {duplicate!r} is used twice")
+    from bindkit.tasks._halves import has_halves
+
     for index, entry in enumerate(panel):
         try:
-            get_task(entry.task)
+            task = get_task(entry.task)
         except BindkitError as exc:
             raise BindkitError(f"{_at(where)}panel[{index}].task: {exc}") from None
+        if entry.half is not None and not has_halves(task):
+            raise BindkitError(
+                f"{_at(where)}panel[{index}].half: task {entry.task} has no dev/test halves; "
+                "leave half out"
+            )
 
 
 def panel_table(entry: PanelEntry) -> dict[str, str]:
@@ -120,6 +142,7 @@ def panel_table(entry: PanelEntry) -> dict[str, str]:
             ("score", entry.score),
             ("pairing", entry.pairing),
             ("subset", entry.subset),
+            ("half", entry.half),
         )
         if v is not None
     }
@@ -145,6 +168,7 @@ def score_panel(
                 data=entry.data,
                 pairings=entry.pairing,
                 subsets=entry.subset,
+                half=entry.half,
                 out=results,
                 cache=cache,
                 report=False,
@@ -165,3 +189,96 @@ def score_panel(
             raise BindkitError(f"panel {entry.name}: evaluated nothing; check its subset/pairing")
         scores[entry.name] = sum(values) / len(values)
     return scores
+
+
+def panel_changes(
+    base: str,
+    model: str,
+    panel: tuple[PanelEntry, ...],
+    results: Path,
+    *,
+    cache: bool = True,
+) -> dict[str, PairedChange | None]:
+    """Each entry's change ``model - base`` with its paired bootstrap 95 % interval
+    (:func:`bindkit.metrics.paired.paired_bootstrap`), from the per-query scores that the
+    panel's evaluations stored (run :func:`score_panel` first: here they are reused).
+
+    A mean score (accuracy, MCQ credit) resamples the per-item credit whose mean is the score;
+    Spearman resamples the pairs (their cosines and gold scores); an entry over several subsets
+    resamples each subset on its own (its score is the subsets' mean). None for an entry whose
+    score does not decompose over what its task stores per item.
+    """
+    from bindkit.metrics.paired import paired_bootstrap
+
+    changes: dict[str, PairedChange | None] = {}
+    for entry in panel:
+        left, right = _items(base, entry, results, cache), _items(model, entry, results, cache)
+        if left is None or right is None or left[1] is not right[1]:
+            changes[entry.name] = None
+            continue
+        a, b = [], []
+        for (ids_a, values_a), (ids_b, values_b) in zip(left[0], right[0], strict=True):
+            if ids_a != ids_b:
+                raise BindkitError(
+                    f"panel {entry.name}: {base} and {model} were scored on different items"
+                )
+            a.append(values_a)
+            b.append(values_b)
+        changes[entry.name] = paired_bootstrap(a, b, left[1])
+    return changes
+
+
+def _items(
+    spec: str, entry: PanelEntry, results: Path, cache: bool
+) -> tuple[list[tuple[tuple[str, ...], Any]], Any] | None:
+    """Per (subset, pairing) result of ``entry`` for ``spec``: its item ids and per-item array,
+    and the statistic the entry's score is of them."""
+    import numpy as np
+
+    from bindkit.evaluation import evaluate
+    from bindkit.metrics.paired import mean_of, spearman_of
+    from bindkit.results.per_query import read_per_query
+    from bindkit.results.store import result_path
+
+    records = evaluate(
+        [spec],
+        task=entry.task,
+        data=entry.data,
+        pairings=entry.pairing,
+        subsets=entry.subset,
+        half=entry.half,
+        out=results,
+        cache=cache,
+        report=False,
+        verbose=False,
+    )
+    strata, statistic = [], None
+    for record in records:
+        path = result_path(
+            results,
+            record["model"]["spec"],
+            record["task"],
+            record["data"]["key"],
+            str(record.get("subset", "default")),
+            record["pairing"],
+        )
+        items = {item.metric: item for item in read_per_query(path, record) or []}
+        score = float(record["scores"][entry.score])
+        if entry.score == "spearman" and {"cosine", "gold"} <= set(items):
+            cosine, gold = items["cosine"], items["gold"]
+            strata.append((cosine.ids, np.stack([cosine.values, gold.values], axis=1)))
+            statistic = spearman_of
+            continue
+        found = next(
+            (
+                item
+                for item in items.values()
+                if len(item.values) and abs(float(np.nanmean(item.values)) - score) < 1e-9
+            ),
+            None,
+        )
+        if found is None:
+            return None
+        strata.append((found.ids, found.values))
+        statistic = mean_of
+    return (strata, statistic) if strata else None

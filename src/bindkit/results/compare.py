@@ -151,6 +151,11 @@ def find_result(
 def _side(path: Path, record: dict[str, Any], metric: str | None) -> Side:
     from bindkit import __version__
 
+    if record.get("task") == "sts":
+        raise BindkitError(
+            f"{path}: sts's Spearman is not a sum over pairs, so it has no per-query wins; "
+            "bindkit finetune's report gives its change with a paired bootstrap interval"
+        )
     items = read_per_query(path, record)
     if not items:
         raise BindkitError(

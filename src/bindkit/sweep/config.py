@@ -185,6 +185,13 @@ def load_config(path: str | Path) -> SweepConfig:
         for param in search:
             param.grid()
     panel = _panel(path, base, data.get("panel", []))
+    from bindkit.tasks._halves import check_selection
+
+    try:  # the sweep selects on its panel; a recipe sweep's trial recipes report theirs
+        reported = () if recipe is None else recipe.panel
+        check_selection(panel, "panel", reported=reported, reported_as="the recipe's panel")
+    except BindkitError as exc:
+        raise BindkitError(f"{path}: {exc}") from None
     objectives = _objectives(path, _table(path, "objectives", data.get("objectives", {})), panel)
     config = SweepConfig(
         path=path,

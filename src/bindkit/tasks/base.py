@@ -162,6 +162,11 @@ class Task(ABC):
                 out.append(pairing)
         return out
 
+    def default_pairings(self, available: list[str]) -> list[str]:
+        """The pairings run when ``--pairings`` is not given, of the ``available`` ones: all of
+        them, unless the benchmark's protocol is one and the others are variants asked for."""
+        return available
+
     def default_subsets(self, dataset: Dataset) -> tuple[str, ...]:
         """The subsets scored when ``--subsets`` is not given: all of the data's, unless the
         benchmark scores one split of several (e.g. ColorSwap's test split)."""
@@ -182,6 +187,17 @@ class Task(ABC):
         """Why one of this task's declared subsets is absent from ``dataset`` (its expected file
         and where it is published), for the one-line error of ``--subsets``; None: no hint."""
         return None
+
+    def halve(self, dataset: Dataset, half: str) -> Dataset:
+        """``dataset`` restricted to its hashed ``dev`` or ``test`` half
+        (:mod:`bindkit.tasks._halves`); a task without halves refuses in one line."""
+        from bindkit.tasks._halves import has_halves
+
+        with_halves = sorted(n for n, c in task_classes().items() if has_halves(c))
+        raise BindkitError(
+            f"--half {half}: task {self.metadata.name} has no dev/test halves "
+            f"(tasks with halves: {', '.join(with_halves)}); leave --half out"
+        )
 
     def options(self, subset: str) -> dict[str, Any]:
         """Settings of this task that change ``subset``'s result beyond the data and the model

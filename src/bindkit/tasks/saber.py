@@ -93,6 +93,18 @@ class SaberTask(Task):
             images_sha256=_images_digest(saber),
         )
 
+    def halve(self, dataset: Dataset, half: str) -> Dataset:
+        """A nested chain's MCQs share bindings: the chain is one key; an independent MCQ is
+        keyed by its id."""
+        from dataclasses import replace
+
+        from bindkit.tasks._halves import check_half, halved, keep
+
+        chosen = check_half(half)
+        saber: SaberSet = dataset.payload
+        mcqs = keep(saber.mcqs, lambda m: f"chain:{m.chain}" if m.chain else f"mcq:{m.id}", chosen)
+        return halved(dataset, replace(saber, mcqs=tuple(mcqs)), chosen)
+
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any] | None:

@@ -1,6 +1,12 @@
 """SugarCrepe (Hsieh et al., NeurIPS 2023; RAIVNLab/sugar-crepe ``main_eval.py``): given a COCO
 image, the positive caption must score strictly above the hard negative (a tie is wrong).
 
+``tt`` is bindkit's text-only variant, not the benchmark's protocol: the query is another COCO
+caption of the same image (the first, in subset and file order, of the captions of that image
+in the data that differ from the item's), the candidates the item's caption and its negative;
+an item whose image has no other caption is not scored (counted as ``without_query``). It is
+how a text encoder, or a recipe's dev panel, reads SugarCrepe's hard negatives.
+
 Files as published: ``data/<subset>.json``, each ``{"<idx>": {"filename", "caption",
 "negative_caption"}}``. Keys are not contiguous (swap_obj has no key "108"), so items are the
 file's values in order, never ``range(n)``. The first release named the object subsets
@@ -18,6 +24,7 @@ from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
+from bindkit.tasks._halves import halve_by_image
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 from bindkit.tasks.pairs._base import COCO, prefers_positive
 
@@ -74,7 +81,7 @@ class SugarCrepe(Task):
         reference="Hsieh et al., NeurIPS 2023; github.com/RAIVNLab/sugar-crepe main_eval.py",
         subsets=SUBSETS,
         modalities=("text", "image"),
-        pairings=("it",),
+        pairings=("it", "tt"),
         ties="wrong",
         license="MIT (annotations); COCO images: CC BY 4.0 / Flickr terms",
         published="https://github.com/RAIVNLab/sugar-crepe (data/*.json)",
@@ -92,10 +99,22 @@ class SugarCrepe(Task):
         payload = SugarCrepeData(items, files, _images.image_root(data, image_root))
         return Dataset(data.name, digest, str(data), payload, SUBSETS, has_images=True)
 
+    def default_pairings(self, available: list[str]) -> list[str]:
+        """The benchmark's image→text protocol; ``tt`` (bindkit's variant) when asked for, or
+        for a model without images."""
+        return ["it"] if "it" in available else available
+
+    def halve(self, dataset: Dataset, half: str) -> Dataset:
+        """Keyed by the COCO image: an image and all its captions lie in one half, in
+        SugarCrepe and SugarCrepe++ alike (most SugarCrepe++ items rewrite a SugarCrepe one)."""
+        return halve_by_image(dataset, half)
+
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any] | None:
         data: SugarCrepeData = dataset.payload
+        if pairing == "tt":
+            return self._text_only(embedder, data, subset, ctx)
         rows = data.items[subset]
         names = [r["filename"] for r in rows]
         mask = _images.present(names, data.image_root, f"sugarcrepe {subset}", COCO, ctx)
@@ -122,3 +141,48 @@ class SugarCrepe(Task):
             "counts": counts,
             "per_query": per_query,
         }
+
+    def _text_only(
+        self, embedder: Embedder, data: SugarCrepeData, subset: str, ctx: EvalContext
+    ) -> dict[str, Any] | None:
+        queries = other_captions(data.items)
+        rows = data.items[subset]
+        pairs = [(r, queries[(r["filename"], r["caption"])]) for r in rows]
+        kept = [(r, q) for r, q in pairs if q is not None]
+        counts = {"items": len(rows), "without_query": len(rows) - len(kept)}
+        if not kept:
+            return None
+        vectors = embedder.embed_texts(
+            [q for _, q in kept], role="query", instruction=self.query_instruction(subset, ctx)
+        )
+        texts = embedder.embed_texts(
+            [r["caption"] for r, _ in kept] + [r["negative_caption"] for r, _ in kept],
+            role="document",
+            instruction=self.document_instruction(subset, ctx),
+        )
+        correct = prefers_positive(vectors, texts[: len(kept)], texts[len(kept) :])
+        counts["scored"] = len(kept)
+        ids = [r[KEY] for r, _ in kept]
+        return {
+            "scores": {"accuracy": float(correct.mean())},
+            "counts": counts,
+            "per_query": {"metric": "correct", "ids": ids, "values": correct.tolist()},
+        }
+
+
+def other_captions(
+    items: dict[str, list[dict[str, str]]],
+) -> dict[tuple[str, str], str | None]:
+    """(image, caption) → the first other caption of that image in ``items`` (subsets in
+    :data:`SUBSETS` order, rows in file order), None when it has no other."""
+    captions: dict[str, list[str]] = {}
+    for subset in SUBSETS:
+        for row in items.get(subset, ()):
+            known = captions.setdefault(row["filename"], [])
+            if row["caption"] not in known:
+                known.append(row["caption"])
+    return {
+        (name, caption): next((c for c in known if c != caption), None)
+        for name, known in captions.items()
+        for caption in known
+    }

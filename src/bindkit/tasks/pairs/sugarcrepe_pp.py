@@ -27,6 +27,7 @@ from bindkit.errors import DataFormatError
 from bindkit.metrics.pairwise import beats, rowdot
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
+from bindkit.tasks._halves import halve_by_image
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 from bindkit.tasks.pairs._base import COCO
 
@@ -86,6 +87,11 @@ class SugarCrepePP(Task):
         digest = sha256_bytes(b"".join((data / f"{s}.json").read_bytes() for s in SUBSETS))
         payload = SCPPData(items, _images.image_root(data, image_root))
         return Dataset(data.name, digest, str(data), payload, SUBSETS, has_images=True)
+
+    def halve(self, dataset: Dataset, half: str) -> Dataset:
+        """Keyed by the COCO image: an image and all its captions lie in one half, in
+        SugarCrepe and SugarCrepe++ alike (most SugarCrepe++ items rewrite a SugarCrepe one)."""
+        return halve_by_image(dataset, half)
 
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext

@@ -93,6 +93,7 @@ class STSTask(TextFileTask):
         name="sts",
         description="Spearman of cosine similarity with gold relatedness (e.g. SICK)",
         main_score="spearman",
+        version=2,  # 2: per-pair cosines and gold stored (paired intervals); scores unchanged
         reference="SICK (Marelli et al., 2014); seed 000 uses it as a general-quality guard",
         license="SICK: CC BY-NC-SA 3.0",
         published="https://github.com/brmson/dataset-sts (data/sts/sick2014)",
@@ -105,6 +106,17 @@ class STSTask(TextFileTask):
     def read(self, path: Path) -> tuple[list[str], list[str], np.ndarray]:
         return read_sts(path)
 
+    def halve(self, dataset: Dataset, half: str) -> Dataset:
+        """Keyed by the pair's two sentences."""
+        from bindkit.tasks._halves import check_half, half_of, halved
+
+        chosen = check_half(half)
+        first, second, gold = dataset.payload
+        pairs = zip(first, second, strict=True)
+        rows = [i for i, pair in enumerate(pairs) if half_of("\n".join(pair)) == chosen]
+        payload = ([first[i] for i in rows], [second[i] for i in rows], gold[rows])
+        return halved(dataset, payload, chosen)
+
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any]:
@@ -113,4 +125,13 @@ class STSTask(TextFileTask):
             first + second, role="query", instruction=self.query_instruction(subset, ctx)
         )
         cosine = np.einsum("nd,nd->n", vectors[: len(first)], vectors[len(first) :])
-        return {"scores": {"spearman": spearman(cosine, gold)}, "counts": {"pairs": len(gold)}}
+        ids = [str(i) for i in range(len(gold))]  # the pair's row in the (halved) data
+        return {
+            "scores": {"spearman": spearman(cosine, gold)},
+            "counts": {"pairs": len(gold)},
+            # the pair's cosine and its gold score: what a paired interval of Spearman resamples
+            "per_query": [
+                {"metric": "cosine", "ids": ids, "values": cosine.tolist()},
+                {"metric": "gold", "ids": ids, "values": np.asarray(gold, dtype=float).tolist()},
+            ],
+        }

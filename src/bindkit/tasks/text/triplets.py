@@ -64,6 +64,13 @@ class TripletTask(TextFileTask):
     def read(self, path: Path) -> list[dict[str, Any]]:
         return read_triplets(path)
 
+    def halve(self, dataset: Dataset, half: str) -> Dataset:
+        """Keyed by the positive: every triplet of one caption lies in one half."""
+        from bindkit.tasks._halves import check_half, halved, keep
+
+        chosen = check_half(half)
+        return halved(dataset, keep(dataset.payload, lambda r: str(r["positive"]), chosen), chosen)
+
     def evaluate(
         self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
     ) -> dict[str, Any]:
