@@ -16,8 +16,8 @@ from bindkit.evaluation import evaluate
 from bindkit.metrics.correlation import spearman
 from bindkit.metrics.paired import mean_of, paired_bootstrap, spearman_of
 from bindkit.recipes.panel import PanelEntry, panel_changes, read_panel, score_panel
-from bindkit.tasks._halves import check_selection, half_of, has_halves
-from bindkit.tasks.base import get_task, task_classes
+from bindkit.tasks._halves import check_selection, half_of
+from bindkit.tasks.base import get_task, has_halves, task_classes
 from bindkit.tasks.pairs.sugarcrepe import other_captions
 
 

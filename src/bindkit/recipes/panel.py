@@ -117,7 +117,7 @@ def check_panel(where: str, panel: tuple[PanelEntry, ...]) -> None:
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
         raise BindkitError(f"{_at(where)}panel name {duplicate!r} is used twice")
-    from bindkit.tasks._halves import has_halves
+    from bindkit.tasks.base import has_halves
 
     for index, entry in enumerate(panel):
         try:

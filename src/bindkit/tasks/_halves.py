@@ -16,12 +16,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from bindkit.errors import BindkitError
-
-if TYPE_CHECKING:
-    from bindkit.tasks.base import Dataset
 
 Half = Literal["dev", "test"]
 HALVES: tuple[Half, ...] = ("dev", "test")
@@ -29,6 +26,7 @@ HALVES: tuple[Half, ...] = ("dev", "test")
 SALT = "bindkit/halves/v1"
 
 T = TypeVar("T")
+D = TypeVar("D")  # a bindkit.tasks.base.Dataset (not imported: base imports this module)
 
 
 def normalise_key(key: str) -> str:
@@ -60,17 +58,19 @@ def keep(items: Sequence[T], key: Callable[[T], str], half: Half) -> list[T]:
     return [item for item in items if half_of(key(item)) == half]
 
 
-def halved(dataset: Dataset, payload: Any, half: Half) -> Dataset:
+def halved(dataset: D, payload: Any, half: Half) -> D:
     """``dataset`` restricted to ``half``: its payload replaced, and a name, source and digest of
     its own (results of the two halves and of the whole set never share a file or a reuse)."""
-    digest = hashlib.sha256(f"{dataset.sha256}\nhalf={half}\n{SALT}".encode()).hexdigest()
-    return replace(
-        dataset,
-        name=f"{dataset.name}.{half}",
-        source=f"{dataset.source}#half={half}",
+    whole: Any = dataset  # a Dataset: typed by D, read by its fields
+    digest = hashlib.sha256(f"{whole.sha256}\nhalf={half}\n{SALT}".encode()).hexdigest()
+    result: D = replace(
+        whole,
+        name=f"{whole.name}.{half}",
+        source=f"{whole.source}#half={half}",
         sha256=digest,
         payload=payload,
     )
+    return result
 
 
 def check_selection(
@@ -112,21 +112,13 @@ def _same_data(a: Any, b: Any) -> bool:
     return Path(a.data).resolve() == Path(b.data).resolve()
 
 
-def has_halves(task: Any) -> bool:
-    """Whether ``task`` (a :class:`bindkit.tasks.base.Task` or its class) implements
-    :meth:`~bindkit.tasks.base.Task.halve`."""
-    from bindkit.tasks.base import Task
-
-    cls = task if isinstance(task, type) else type(task)
-    return getattr(cls, "halve", None) is not Task.halve
-
-
-def halve_by_image(dataset: Dataset, half: str) -> Dataset:
+def halve_by_image(dataset: D, half: str) -> D:
     """For data whose payload has ``items: {subset: [row with "filename"]}`` (SugarCrepe,
     SugarCrepe++): each subset's rows of the images in ``half``."""
     chosen = check_half(half)
+    payload = cast(Any, dataset).payload  # D is a Dataset
     items = {
         subset: keep(rows, lambda r: str(r["filename"]), chosen)
-        for subset, rows in dataset.payload.items.items()
+        for subset, rows in payload.items.items()
     }
-    return halved(dataset, replace(dataset.payload, items=items), chosen)
+    return halved(dataset, replace(payload, items=items), chosen)

@@ -191,8 +191,6 @@ class Task(ABC):
     def halve(self, dataset: Dataset, half: str) -> Dataset:
         """``dataset`` restricted to its hashed ``dev`` or ``test`` half
         (:mod:`bindkit.tasks._halves`); a task without halves refuses in one line."""
-        from bindkit.tasks._halves import has_halves
-
         with_halves = sorted(n for n, c in task_classes().items() if has_halves(c))
         raise BindkitError(
             f"--half {half}: task {self.metadata.name} has no dev/test halves "
@@ -390,3 +388,10 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
     if not path.exists():
         raise BindkitError(f"--data {path}: not found; expected {meta.data_help}{where}")
     return path
+
+
+def has_halves(task: Task | type[Task]) -> bool:
+    """Whether ``task`` (a :class:`Task` or its class) implements :meth:`Task.halve`: its
+    data has fixed, hashed dev/test halves (:mod:`bindkit.tasks._halves`)."""
+    cls = task if isinstance(task, type) else type(task)
+    return getattr(cls, "halve", None) is not Task.halve
