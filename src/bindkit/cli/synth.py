@@ -143,6 +143,14 @@ def register(commands: Any) -> None:
         f"own rule; a rejected row names it):\n{kinds}",
     )
     mix.add_argument("--mix", required=True, metavar="NAME", help="a mix (listed below)")
+    mix.add_argument(
+        "--exclude-data",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a file or folder of a set you will report on (repeatable): a mix with role scenes "
+        "is refused if it holds a role word",
+    )
     _pool_options(mix)
     mix.set_defaults(handler=_mix)
 
@@ -279,6 +287,7 @@ def _mix(args: argparse.Namespace) -> int:
         exclude_vocab=args.exclude_vocab,
         max_rows=args.max_rows,
         overwrite=args.overwrite,
+        exclude_data=args.exclude_data,
     )
     rows = sum(1 for _ in out.open(encoding="utf-8"))
     print(f"{rows} rows of mix {args.mix} in {out}")

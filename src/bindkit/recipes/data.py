@@ -67,6 +67,7 @@ def build_data(recipe: Recipe, folder: Path, *, progress: bool = True) -> Recipe
         exclude_vocab=spec.exclude_vocab,
         max_rows=spec.max_triplets,
         overwrite=True,
+        exclude_data=reported_data(recipe),
     )
     rows = _lines(train)
     sizes = {"val": spec.val_triplets, "test": spec.test_triplets}
@@ -96,6 +97,13 @@ def build_data(recipe: Recipe, folder: Path, *, progress: bool = True) -> Recipe
         counts={"train": rows, **sizes},
         sentences={kind: _lines(path) for kind, path in files.items()},
     )
+
+
+def reported_data(recipe: Recipe) -> list[str]:
+    """The panel's own data files and folders (not the recipe's ``{test}``/``{saber}``): the
+    sets a role mix's words must not occur in (:func:`bindkit.synth.mixes.check_role_words`)."""
+    paths = [e.data for e in recipe.panel if e.data is not None and not e.data.startswith("{")]
+    return list(dict.fromkeys(paths))
 
 
 def _lines(path: Path) -> int:

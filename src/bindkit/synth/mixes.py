@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import functools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from bindkit.synth.augment import (
     synonym_triplets,
 )
 from bindkit.synth.everyday import everyday_triplets
+from bindkit.synth.roles import role_triplets
 
 # Named training mixes (issue 18's search): the kinds of triplets shuffled together.
 MIXES = {
@@ -47,6 +48,24 @@ MIXES = {
     "fullpararelnegLEORN": ("full", "paraphrase", "relationL", "negationL", "everydayORN"),
     "fullpararelnegLEORBN": ("full", "paraphrase", "relationL", "negationL", "everydayORBN"),
     "fullpararelneghLEOR": ("full", "paraphrase", "relationL", "negationLh", "everydayOR"),
+    # binding-v2's search (issue 42): binding-v1's mix with role scenes (bindkit.synth.roles)
+    "fullpararelnegLEORR": ("full", "paraphrase", "relationL", "negationL", "everydayOR", "roles"),
+    "fullpararelnegLEORR2": (
+        "full",
+        "paraphrase",
+        "relationL",
+        "negationL",
+        "everydayOR",
+        "roles2",
+    ),
+    "fullpararelnegLEORBR": (
+        "full",
+        "paraphrase",
+        "relationL",
+        "negationL",
+        "everydayORB",
+        "roles",
+    ),
 }
 
 
@@ -83,6 +102,9 @@ def training_triplets(examples: list[Any], seed: int, mix: str) -> list[dict[str
         "everyday": lambda: everyday_triplets(len(examples) // 2, seed),
         "everyday2": lambda: everyday_triplets(len(examples), seed),
         "everydayO": lambda: everyday_triplets(len(examples) // 3, seed, omit=True),
+        # seven rows per scene index (three action, two placement, two trait rows)
+        "roles": lambda: role_triplets(max(1, len(examples) // 6), seed),
+        "roles2": lambda: role_triplets(max(1, len(examples) // 3), seed),
         **{
             f"everydayOR{extra}": functools.partial(
                 everyday_triplets,
@@ -100,6 +122,29 @@ def training_triplets(examples: list[Any], seed: int, mix: str) -> list[dict[str
     rows = [row for kind in MIXES[mix] for row in makers[kind]()]
     random.Random(f"{seed}/{mix}").shuffle(rows)
     return rows[: len(full)]
+
+
+ROLE_MAKERS = ("roles", "roles2")
+
+
+def check_role_words(mix: str, exclude_data: Sequence[str | Path]) -> None:
+    """Refuse a mix with role scenes when a reported set (``exclude_data``) holds one of the
+    role words, also inflected (:func:`bindkit.synth.roles.overlap`): one line naming the words
+    and the file; a mix without role scenes, or no data, passes."""
+    if not any(kind in ROLE_MAKERS for kind in MIXES[mix]):
+        return
+    from bindkit.synth.roles import file_texts, overlap
+
+    for path in exclude_data:
+        if not Path(path).exists():
+            raise BindkitError(f"--exclude-data {path}: not found; give a reported set's file")
+        shared = overlap(file_texts(path))
+        if shared:
+            raise BindkitError(
+                f"mix {mix}: {path} holds role words {', '.join(shared[:5])}"
+                f"{' …' if len(shared) > 5 else ''}; a gain there would be memory, not "
+                "transfer: remove them from bindkit/synth/data/roles.toml or report on other data"
+            )
 
 
 def check_mix(mix: str) -> None:
@@ -136,6 +181,7 @@ def write_mix(
     exclude_vocab: str | Path = "builtin",
     max_rows: int | None = None,
     overwrite: bool = False,
+    exclude_data: Sequence[str | Path] = (),
 ) -> Path:
     """Write ``DIR/train-<mix>.jsonl``: :func:`training_triplets` of the run's NoOverlap train
     pool (:func:`train_pool`), as the demo's data step makes it. Every row is checked first,
@@ -150,6 +196,10 @@ def write_mix(
         exclude_vocab: a SABER vocabulary directory, or ``builtin`` (the packaged one).
         max_rows: keep the first rows only (the mix is shuffled).
         overwrite: replace an existing file of this mix.
+        exclude_data: data files or folders of the sets the training will be reported on
+            (SugarCrepe, SugarCrepe++, STS, ...): a mix with role scenes
+            (:mod:`bindkit.synth.roles`) is refused if one of them holds a role word, so that a
+            gain there is transfer, not memory.
 
     Returns:
         The path of the written file.
@@ -165,6 +215,7 @@ def write_mix(
     from bindkit.synth.validate import check_split_set
 
     check_mix(mix)
+    check_role_words(mix, exclude_data)
     out = Path(run_dir) / mix_file(mix)
     pool = train_pool(run_dir, exclude_vocab, out, max_rows, overwrite)
     seed = pool.split_seed if seed is None else seed
@@ -177,6 +228,8 @@ def write_mix(
             f"{out.parent / where}: [{rejection.rule}] {rejection.message}{more}; nothing written"
         )
     what = {"mix": mix, "kinds": list(MIXES[mix]), "seed": seed, "max_rows": max_rows}
+    if exclude_data:  # which sets the role words were checked against
+        what["role_words_absent_from"] = [str(p) for p in exclude_data]
     counts = {"row_kinds": dict(Counter(kind_of(row) for row in rows))}
     pool.write(out, jsonl_bytes(rows), MIX_FORMAT, what, len(rows), counts)
     return out
@@ -321,7 +374,14 @@ _OMISSION_TEXT = (
 _REPLACEMENT_TEXT = "; → the paraphrase vs the caption with one attribute contradicted"
 _BARE_TEXT = "; → the caption with both attributes dropped vs the swap"
 _NOUN_TEXT = "; → the paraphrase vs the caption with one noun replaced"
+_ROLE_TEXT = (
+    "role scenes (`role_triplets`: who does what to whom and what lies on what, in words of no "
+    "reported set → the converse ('A lynx is tickled by a walrus.') vs the roles swapped ('A "
+    "lynx tickles a walrus.'), and back; with a trait on each end, vs the traits traded; {n})"
+)
 KIND_TEXT = {
+    "roles": _ROLE_TEXT.format(n="one scene of each family per six examples"),
+    "roles2": _ROLE_TEXT.format(n="one scene of each family per three examples"),
     "paraphrase": "paraphrase triplets (its caption → its pairs listed in its scene vs the "
     "caption's own swap, which shares almost every word with the query: word overlap points "
     "the wrong way)",

@@ -9,6 +9,7 @@ guarantees, from the query, positive and negative alone (no example, no declared
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable
@@ -67,6 +68,22 @@ ROW_KINDS: dict[str, str] = {
     "everyday_noun": "everyday caption → its paraphrase vs the caption with one noun replaced: "
     "the positive as everyday; the negative the query with exactly one noun replaced by another "
     "of its group (person, clothing, animal, thing) that the query does not name",
+    # role scenes (bindkit.synth.roles): type "role", words of data/roles.toml only
+    "role_verb": "active caption → its passive vs the caption with agent and patient swapped: "
+    "query and positive say the same action, the negative the action with the roles swapped, "
+    "active, its words the query's",
+    "role_verb_back": "passive → its active caption vs the caption with the roles swapped: as "
+    "role_verb, the query and positive trading places",
+    "role_verb_passive": "active caption → its passive vs the passive of the roles swapped: as "
+    "role_verb, the negative passive, its words the positive's",
+    "role_relation": "placement ('X is on Y') → its converse ('Y is under X') vs the placement "
+    "swapped ('Y is on X'): its words the query's",
+    "role_relation_back": "converse → its placement vs the placement swapped: as role_relation, "
+    "the query and positive trading places",
+    "role_trait": "action with a trait on each end → its passive vs the traits traded (roles "
+    "kept): negative_kind attribute",
+    "role_trait_roles": "action with a trait on each end → its passive vs the roles swapped, each "
+    "noun keeping its trait",
 }
 
 # A relation of the template captions and one that contradicts it (prepositions between objects
@@ -122,6 +139,7 @@ RELATION_SYNONYMS = {
 }
 
 EVERYDAY_KINDS = tuple(k for k in ROW_KINDS if k.startswith("everyday"))
+ROLE_KINDS = tuple(k for k in ROW_KINDS if k.startswith("role_"))
 RELATION_KINDS = ("relation", "negation", "relation_listed", "negation_listed")
 
 _ARTICLES = {"a", "an"}
@@ -150,6 +168,8 @@ def negative_kinds(kind: str) -> tuple[str, ...]:
     """The ``negative_kind`` values a row of ``kind`` may carry."""
     if kind in EVERYDAY_KINDS:
         return ("everyday",)
+    if kind in ROLE_KINDS:
+        return ("attribute",) if kind == "role_trait" else ("role",)
     if kind in RELATION_KINDS:
         return (kind.removesuffix("_listed"),)
     return ("attribute", "object")
@@ -485,6 +505,12 @@ def _contradicts(old: str, new: str, other: str) -> bool:
     return was is not None and was.startswith("state") and now == was and new != old
 
 
+def _role(kind: str, query: str, positive: str, negative: str) -> str | None:
+    from bindkit.synth.roles import role_problem
+
+    return role_problem(kind, query, positive, negative)
+
+
 _CHECKS: dict[str, Callable[[str, str, str], str | None]] = {
     "paraphrase": _grouped(_listed, _EXTRA["paraphrase"]),
     "predication": _grouped(
@@ -502,5 +528,6 @@ _CHECKS: dict[str, Callable[[str, str, str], str | None]] = {
     "everyday_bare": _everyday_dropped(both=True),
     "everyday_replacement": _everyday_replaced(noun=False),
     "everyday_noun": _everyday_replaced(noun=True),
+    **{kind: functools.partial(_role, kind) for kind in ROLE_KINDS},
 }
 assert set(_CHECKS) | {SWAP} == set(ROW_KINDS)

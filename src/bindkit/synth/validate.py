@@ -24,6 +24,7 @@ from bindkit.synth.controls import bands, controls, length_ok, read_lines, windo
 from bindkit.synth.example import Example
 from bindkit.synth.rowkinds import (
     EVERYDAY_KINDS,
+    ROLE_KINDS,
     ROW_KIND,
     ROW_KINDS,
     SWAP,
@@ -85,7 +86,8 @@ DATASET_RULES: dict[str, str] = {
 TRIPLET_RULES: dict[str, str] = {
     "schema": "a triplet row has query, positive, negative (strings), a known row_kind (none: "
     "swap), a type and negative_kind its kind takes (a construction and attribute|object; "
-    "relation and negation rows relation|negation; everyday rows everyday)",
+    "relation and negation rows relation|negation; everyday rows everyday; role rows type role, "
+    "negative_kind role, or attribute for role_trait)",
     "permutation": "swap rows: the negative is a word-level permutation of the positive (a = an)",
     "negative_distinct": "swap rows: the negative differs from the positive",
     "heldout_in_split": "no held-out (deferred_bind) type in a train, val or test split, read "
@@ -597,9 +599,9 @@ def validate_triplet(obj: object, split: str | None) -> list[Rejection]:
     if kind not in ROW_KINDS:
         message = f"unknown {ROW_KIND} {kind!r}; use one of {', '.join(ROW_KINDS)}"
         return [Rejection("schema", message)]
-    everyday = kind in EVERYDAY_KINDS
-    if everyday != (obj["type"] == "everyday") or not (everyday or obj["type"] in CONSTRUCTIONS):
-        wanted = "everyday" if everyday else "a construction"
+    own = "everyday" if kind in EVERYDAY_KINDS else "role" if kind in ROLE_KINDS else None
+    if (obj["type"] != own) if own else (obj["type"] not in CONSTRUCTIONS):
+        wanted = own or "a construction"
         row = f"{indefinite_article(kind)} {kind} row"
         return [Rejection("schema", f"type {obj['type']!r}: {row}'s type is {wanted}")]
     if obj["negative_kind"] not in negative_kinds(kind):
