@@ -76,7 +76,7 @@ def test_a_file_round_trips(tmp_path: Path) -> None:
     [
         ({"data.exampels": 5}, "unknown key data.exampels (did you mean data.examples?)"),
         ({"data.examples": 5}, "data.examples 5: give a whole number from 100 to 1,000,000"),
-        ({"data.mix": "fullpararelnegLEORR"}, "(did you mean fullpararelnegLEOR?)"),
+        ({"data.mix": "fullpararelnegLEORX"}, "(did you mean fullpararelnegLEOR?)"),
         ({"data.saber_per_n": 3}, "data.saber_per_n 3: must be even"),
         ({"lines.alpha": float("nan")}, "lines.alpha nan: must be from 0 to 1"),
         ({"lines.alpha": float("inf")}, "lines.alpha inf: must be from 0 to 1"),
@@ -221,3 +221,24 @@ def test_out_of_gpu_memory_says_what_to_set(
         "(GradCache: the same gradients, less memory), or train.batch_size = 16 with "
         "train.grad_accum = 2"
     )
+
+
+@pytest.mark.parametrize(("alpha", "stated"), [(1.0, "LiNeS off (α = 1)"), (0.5, "LiNeS α 0.5")])
+def test_the_report_states_lines_as_it_is(alpha: float, stated: str) -> None:
+    """α 1 scales every layer by 1: the report says LiNeS is off, never "applied"."""
+    from bindkit.recipes.run import render_report
+
+    recipe = packaged_recipe("binding-v1")
+    record = {
+        "table": {"base": {"saber_t2t_mcq": 0.3, "heldout_triplets": 0.5}},
+        "changes": {},
+        "learning_rate": {"lr": 2e-3, "rule": "size rule"},
+        "data": {"counts": {"train": 10}, "sentences": {}},
+        "runs": {},
+        "lines_alpha": {"preserve-soup": alpha},
+        "seconds": 60.0,
+    }
+    text = render_report(recipe, record)
+    assert f"preserve-soup {stated}" in text and f"`adapter/` ({stated}" in text
+    assert "applied" not in text
+    assert ("the same bytes as the raw update" in text) == (alpha == 1.0)

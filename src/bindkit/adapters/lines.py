@@ -20,6 +20,17 @@ from bindkit.errors import BindkitError
 MAX_LAYERS = 1000
 
 
+def lines_state(alpha: float) -> str:
+    """How a report names LiNeS at ``alpha``: at α 1 every factor is 1 (β = 1 − α = 0), so the
+    update is kept whole and LiNeS is off, not "applied".
+
+    Example:
+        >>> lines_state(1.0), lines_state(0.5)
+        ('LiNeS off (α = 1)', 'LiNeS α 0.5')
+    """
+    return "LiNeS off (α = 1)" if alpha == 1.0 else f"LiNeS α {alpha:g}"
+
+
 def lines_factors(num_layers: int, alpha: float, beta: float | None = None) -> list[float]:
     """λ(ℓ) = α + β·ℓ/(L−1) for ℓ = 0 … L−1; β defaults to 1 − α.
 

@@ -17,7 +17,8 @@ def register(commands: Any) -> None:
         help="train all-MiniLM-L6-v2 for binding on the CPU and compare before/after",
         description="The packaged recipe binding-v1 (`bindkit finetune --recipe binding-v1`): "
         "template triplets (NoOverlap with SABER) → LoRA on all-MiniLM-L6-v2, two preserved "
-        "seeds averaged → OUT/report.md, OUT/adapter (LiNeS applied), OUT/adapter-raw.",
+        "seeds averaged → OUT/report.md, OUT/adapter (the recipe's LiNeS α; α 1: LiNeS off), "
+        "OUT/adapter-raw.",
     )
     finetune.add_argument("--out", required=True, help="output directory")
     finetune.add_argument(

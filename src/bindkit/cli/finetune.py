@@ -15,7 +15,7 @@ def register(commands: Any) -> None:
         help="run a finetuning recipe end to end: data, runs, soup, LiNeS, panel, adapter",
         description="Runs RECIPE.toml (or a packaged recipe, --recipe binding-v1): template "
         "data → one LoRA run per [[runs]] entry → soup → LiNeS → panel scores → "
-        "OUT/recipe.json, OUT/report.md, OUT/adapter/ (shipped, LiNeS applied) and "
+        "OUT/recipe.json, OUT/report.md, OUT/adapter/ (shipped, with the recipe's LiNeS α) and "
         "OUT/adapter-raw/. Rerun to resume; a changed recipe or input is refused (one line "
         "naming it) unless --overwrite.",
     )

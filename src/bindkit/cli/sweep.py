@@ -28,6 +28,13 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--seed", type=int, default=None, help="sampler seed (default: study.seed); one per worker"
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="a recipe trial's torch CPU threads, pinned with deterministic kernels as "
+        "`bindkit finetune --threads` (default: torch's own)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     parser.set_defaults(handler=_sweep)
 
@@ -42,6 +49,7 @@ def _sweep(args: argparse.Namespace) -> int:
         n_trials=args.n_trials,
         seed=args.seed,
         progress=not args.quiet,
+        threads=args.threads,
     )
     states = ", ".join(f"{n} {s.lower()}" for s, n in sorted(summary["states"].items()))
     print(

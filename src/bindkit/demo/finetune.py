@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bindkit._io import atomic_write_text
+from bindkit.adapters.lines import lines_state
 from bindkit.errors import BindkitError
 from bindkit.recipes.recipe import Recipe, packaged_recipe
 from bindkit.recipes.run import change_table, pinned
@@ -228,13 +229,17 @@ def render_report(options: DemoOptions, recipe: Recipe, record: dict[str, Any]) 
             "exact): a run on each side of the binding / STS front, and what one seed learnt "
             "alone halved; the shipped adapter."
         )
-    lines.append(
-        f"- LiNeS α {alpha:g} (layer ℓ keeps α + (1 − α)·ℓ/5 of its update) for the shipped "
-        "adapter: chosen once on a dev panel (SugarCrepe text triplets and SICK train) in "
-        "issue 18's recipe search (`benchmarks/recipe/`: the largest α whose dev STS stays "
-        "within 0.6 of the base model's), not on this table's files"
-        + ("; at α 1 the whole update is kept." if alpha == 1.0 else ".")
-    )
+    if alpha == 1.0:
+        lines.append(
+            "- LiNeS off (α = 1: every layer keeps its whole update, so `adapter/` is the raw "
+            "update): the largest α whose dev STS stayed within 0.6 of the base model's on "
+            "issue 18's dev panel (SugarCrepe text triplets and SICK train, `benchmarks/recipe/`)."
+        )
+    else:
+        lines.append(
+            f"- LiNeS α {alpha:g} (layer ℓ keeps α + (1 − α)·ℓ/5 of its update) for the shipped "
+            "adapter, chosen on dev halves only."
+        )
     sets = "; ".join(
         f"{'`' + kind + '`, ' if len(preserved) > 1 else ''}{size} sentences, "
         f"{PRESERVATION_TEXT[kind]}"
@@ -269,7 +274,8 @@ def render_report(options: DemoOptions, recipe: Recipe, record: dict[str, Any]) 
             "COCO caption of the image; the caption above its hard negative); reported only."
         )
     lines.append(
-        f"- adapters: `adapter/` (LiNeS applied) and `adapter-raw/` are `{recipe.shipped}`'s; "
+        f"- adapters: `adapter/` ({lines_state(record['lines_alpha'].get(recipe.shipped, 1.0))}) "
+        f"and `adapter-raw/` are `{recipe.shipped}`'s; "
         f"`recipe.json` records the recipe, every input's sha256 and every run's identity; "
         f"wall time {record['seconds'] / 60:.1f} min."
     )

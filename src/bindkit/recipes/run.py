@@ -6,7 +6,8 @@ data (:func:`~bindkit.recipes.data.build_data`) → each ``[[runs]]`` entry trai
 from its checkpoint) → soup (:func:`bindkit.adapters.soup.average_adapters`) → LiNeS
 (:func:`bindkit.adapters.lines.apply_lines`, α fixed or chosen by the val-tolerance rule) →
 panel (:func:`bindkit.recipes.panel.score_panel`) → ``OUT/recipe.json``, ``OUT/report.md``,
-``OUT/adapter/`` (the shipped adapter, LiNeS applied) and ``OUT/adapter-raw/`` (its raw update).
+``OUT/adapter/`` (the shipped adapter, with the recipe's LiNeS α; at α 1 LiNeS is off and it
+equals the raw update) and ``OUT/adapter-raw/`` (its raw update).
 
 ``OUT/recipe.json`` is written when a run starts (status ``running``) and when it ends
 (``done``); it holds the recipe, the threads, the sha256 of every input the recipe names (panel
@@ -406,6 +407,8 @@ def change_table(columns: list[str], changes: dict[str, dict[str, Any]]) -> list
 
 def render_report(recipe: Recipe, record: dict[str, Any]) -> str:
     """``OUT/report.md``: the panel table and what the recipe did."""
+    from bindkit.adapters.lines import lines_state
+
     table: dict[str, dict[str, float]] = record["table"]
     columns = [e.name for e in recipe.panel]
     lines = [
@@ -436,13 +439,15 @@ def render_report(recipe: Recipe, record: dict[str, Any]) -> str:
             "space (`bindkit soup`)."
         )
     lines.append(
-        f"- LiNeS ({recipe.lines_rule}): α "
-        + ", ".join(f"{k} {v:g}" for k, v in record["lines_alpha"].items())
+        f"- LiNeS ({recipe.lines_rule}): "
+        + ", ".join(f"{k} {lines_state(v)}" for k, v in record["lines_alpha"].items())
         + "."
     )
+    shipped = record["lines_alpha"].get(recipe.shipped, 1.0)
     lines.append(
-        f"- shipped: `{recipe.shipped}` as `adapter/` (LiNeS applied) and `adapter-raw/`; "
-        f"wall time {record['seconds'] / 60:.1f} min."
+        f"- shipped: `{recipe.shipped}` as `adapter/` ({lines_state(shipped)}"
+        + (": the same bytes as the raw update" if shipped == 1.0 else "")
+        + f") and `adapter-raw/`; wall time {record['seconds'] / 60:.1f} min."
     )
     return "\n".join(lines) + "\n"
 

@@ -1,11 +1,14 @@
 """The learning rate a recipe trains with: the recipe's ``train.lr``, else a rule by model size.
 
-The rule (recorded in ``OUT/recipe.json``): models under :data:`LARGE` parameters (MiniLM-sized
-encoders, CLIP text towers, tiny test models) train at :data:`SMALL_LR` = 2e-3, the rate issue
-18's search found for the 22M-parameter all-MiniLM-L6-v2 (the paper's 5e-5 barely moves it);
-models of :data:`LARGE` parameters and more (2B+ multimodal LLM embedders) at :data:`LARGE_LR` =
-5e-5, the paper's rate for them. The number of steps is the recipe's ``train.max_steps`` for
-every size. A recipe that sets ``train.lr`` overrides the rule.
+The rule (recorded in ``OUT/recipe.json``): models under :data:`LARGE` parameters train at
+:data:`SMALL_LR` = 2e-3, the rate issue 18's search found for the 22M-parameter all-MiniLM-L6-v2
+(the paper's 5e-5 barely moves it). **Its scope is all-MiniLM-L6-v2**: it was measured on no
+other small model, and the one other small model searched since, ``builtin:tiny-vlm`` (0.65M
+parameters), needed 5e-4 or less (docs/benchmarks.md, the tiny-vlm base search) — give another
+small model its own ``train.lr``. Models of :data:`LARGE` parameters and more (2B+ multimodal LLM
+embedders) train at :data:`LARGE_LR` = 5e-5, seed 000's rate for them (Appendix: "a constant
+learning rate of 5e-5"). The number of steps is the recipe's ``train.max_steps`` for every
+size. A recipe that sets ``train.lr`` overrides the rule.
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ def learning_rate(recipe: Any, out: Path) -> dict[str, Any]:
     return {
         "lr": scaled_lr(parameters),
         "rule": f"size rule: {parameters:,} parameters, "
-        + (f"under {LARGE:,}: {SMALL_LR:g}" if parameters < LARGE else f"{LARGE:,}+: {LARGE_LR:g}"),
+        + (
+            f"under {LARGE:,}: {SMALL_LR:g}, measured on all-MiniLM-L6-v2 only"
+            if parameters < LARGE
+            else f"{LARGE:,}+: {LARGE_LR:g}, seed 000's rate"
+        ),
         "parameters": parameters,
     }

@@ -281,8 +281,11 @@ class Objective:
     lock there (see :func:`run_sweep`), before the long part, training and scoring.
     """
 
-    def __init__(self, config: SweepConfig, out: Path, progress: bool) -> None:
+    def __init__(
+        self, config: SweepConfig, out: Path, progress: bool, threads: int | None = None
+    ) -> None:
         self.config, self.out, self.progress = config, out, progress
+        self.threads = threads  # a recipe trial's torch threads (run_recipe's pin)
         self.drawn: Any = lambda: None
 
     def __call__(self, trial: Any) -> tuple[float, ...]:
@@ -330,7 +333,7 @@ class Objective:
         folder = self.out / TRIALS / key
         trial.set_user_attr("dir", f"{TRIALS}/{key}")
         try:
-            run_recipe(recipe, folder, progress=self.progress)
+            run_recipe(recipe, folder, progress=self.progress, threads=self.threads)
         except LockedError as exc:
             trial.set_user_attr("failure", f"busy: {exc}")
             raise DivergedError(str(exc)) from None
@@ -381,6 +384,7 @@ def run_sweep(
     n_trials: int | None = None,
     seed: int | None = None,
     progress: bool = True,
+    threads: int | None = None,
 ) -> dict[str, Any]:
     """Run one worker of the study: ``n_trials`` trials (default: the file's ``study.trials``),
     then write ``OUT/sweep.md``, ``sweep.csv`` and ``sweep.png`` over the whole study.
@@ -393,6 +397,8 @@ def run_sweep(
         seed: The sampler's seed (default: the file's); give each worker its own (not with
             the grid sampler, whose order is the file's in every worker).
         progress: Training progress bars and one line per trial.
+        threads: A recipe trial's torch CPU threads, pinned with deterministic kernels as
+            ``bindkit finetune --threads`` pins them (a CPU rerun gives the same bytes).
 
     Returns:
         A summary: the study name, trial counts by state, the output paths.
@@ -438,7 +444,7 @@ def run_sweep(
                 study.set_user_attr(
                     "base", {"scores": base, "objectives": objective_values(config, base)}
                 )
-    objective = Objective(config, out, progress)
+    objective = Objective(config, out, progress, threads)
     count = config.trials if n_trials is None else n_trials
 
     def rewrite(study: Any, trial: Any) -> None:

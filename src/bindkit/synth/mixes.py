@@ -103,8 +103,8 @@ def training_triplets(examples: list[Any], seed: int, mix: str) -> list[dict[str
         "everyday2": lambda: everyday_triplets(len(examples), seed),
         "everydayO": lambda: everyday_triplets(len(examples) // 3, seed, omit=True),
         # seven rows per scene index (three action, two placement, two trait rows)
-        "roles": lambda: role_triplets(max(1, len(examples) // 6), seed),
-        "roles2": lambda: role_triplets(max(1, len(examples) // 3), seed),
+        "roles": lambda: role_triplets(max(1, len(examples) // 3), seed),
+        "roles2": lambda: role_triplets(max(1, len(examples)), seed),
         **{
             f"everydayOR{extra}": functools.partial(
                 everyday_triplets,
@@ -380,8 +380,8 @@ _ROLE_TEXT = (
     "lynx tickles a walrus.'), and back; with a trait on each end, vs the traits traded; {n})"
 )
 KIND_TEXT = {
-    "roles": _ROLE_TEXT.format(n="one scene of each family per six examples"),
-    "roles2": _ROLE_TEXT.format(n="one scene of each family per three examples"),
+    "roles": _ROLE_TEXT.format(n="one scene of each family per three examples"),
+    "roles2": _ROLE_TEXT.format(n="one scene of each family per example"),
     "paraphrase": "paraphrase triplets (its caption → its pairs listed in its scene vs the "
     "caption's own swap, which shares almost every word with the query: word overlap points "
     "the wrong way)",
