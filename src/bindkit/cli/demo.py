@@ -45,6 +45,14 @@ def register(commands: Any) -> None:
     finetune.add_argument(
         "--threads", type=int, default=2, help="torch CPU threads (pinned: the table reproduces)"
     )
+    from bindkit.demo.finetune import DEMO_RECIPES, RECIPE
+
+    finetune.add_argument(
+        "--recipe",
+        default=RECIPE,
+        choices=DEMO_RECIPES,
+        help="st:default: the packaged recipe to run",
+    )
     finetune.add_argument(
         "--examples",
         type=int,
@@ -106,6 +114,7 @@ def _finetune(args: argparse.Namespace) -> int:
         soup=args.soup,
         seed=args.seed,
         progress=not args.quiet,
+        recipe=args.recipe,
     )
     summary = run_demo(options)
     print((__import__("pathlib").Path(args.out) / "report.md").read_text())

@@ -37,9 +37,12 @@ SC_SUBSETS = (
 __all__ = ["DemoOptions", "demo_recipe", "pinned", "run_demo"]
 
 
-def shipped() -> Recipe:
-    """The packaged recipe the demo runs."""
-    return packaged_recipe(RECIPE)
+DEMO_RECIPES = ("binding-v1", "binding-v2")  # packaged recipes of the demo's shape
+
+
+def shipped(name: str = RECIPE) -> Recipe:
+    """The packaged recipe the demo runs (``--recipe``; default :data:`RECIPE`)."""
+    return packaged_recipe(name)
 
 
 @dataclass
@@ -59,12 +62,18 @@ class DemoOptions:
     seed: int = 0
     threads: int = 2  # torch CPU threads, pinned: another count sums in another order
     progress: bool = True
+    recipe: str = RECIPE  # the packaged recipe run (one of DEMO_RECIPES)
 
     def __post_init__(self) -> None:
         """Every option checked before any data is generated or a model loaded."""
         from bindkit._checks import check_range
         from bindkit.saber.build import MAX_PER_N
 
+        if self.recipe not in DEMO_RECIPES:
+            raise BindkitError(
+                f"--recipe {self.recipe}: give one of {', '.join(DEMO_RECIPES)} (or run another "
+                "recipe with `bindkit finetune`)"
+            )
         most = 1_000_000  # 40x the default; a CPU demo beyond that is a typo, not a plan
         check_range("--examples", self.examples, 100, most)
         check_range("--max-triplets", self.max_triplets, 32, 2 * most)
@@ -99,11 +108,11 @@ class DemoOptions:
 
 
 def demo_recipe(options: DemoOptions) -> Recipe:
-    """binding-v1 with the demo's options: runs ``preserve``, ``preserve-s1``, … (seeds
-    ``seed``, ``seed + 1``, …; preserved run k keeps the recipe's k-th preservation set, cycled;
+    """The demo's recipe (``--recipe``) with the demo's options: runs ``preserve``,
+    ``preserve-s1``, … (seeds ``seed``, ``seed + 1``, …; preserved run k keeps the recipe's k-th preservation set, cycled;
     one run alone keeps the first), their soup ``preserve-soup`` when there are two or more,
     ``plain`` (no preservation) with ``--plain``; ``--preserve-weight 0`` preserves nothing."""
-    base = shipped()
+    base = shipped(options.recipe)
     sets = [r.preservation for r in base.runs]
     count = options.soup if options.soup is not None else len(base.runs)
     weight = base.train.get("preserve_weight", 1.0)

@@ -21,15 +21,16 @@ from __future__ import annotations
 import random
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import Any, TypeVar
 
 from bindkit.errors import BindkitError
 from bindkit.synth.everyday import article
 
+T = TypeVar("T")
 WORDS = "roles.toml"
 ROLE_TYPE = "role"  # the ``type`` of every role row
 
@@ -165,7 +166,8 @@ def _two(rng: random.Random, words: tuple[str, ...]) -> tuple[str, str]:
 
 
 def role_triplets(count: int, seed: int = 0) -> list[dict[str, Any]]:
-    """Triplets from ``count`` distinct scenes of each family, in scene order:
+    """Triplets from ``count`` distinct scenes of each family (a family with fewer possible
+    scenes, such as the placements' things² × relations, gives all of its own), in order:
 
     * ``role_verb``: the active caption → its passive vs the caption with agent and patient
       swapped ("A walrus tickles a lynx." → "A lynx is tickled by a walrus." vs "A lynx tickles
@@ -188,21 +190,37 @@ def role_triplets(count: int, seed: int = 0) -> list[dict[str, Any]]:
     if count < 1:
         raise BindkitError(f"role_triplets: count {count}: give at least 1")
     lists = role_words()
-    rng = random.Random(f"{seed}/role-triplets")
-    actions: dict[Action, None] = {}
-    placements: dict[Placement, None] = {}
-    traited: dict[Action, None] = {}
-    while len(actions) < count or len(placements) < count or len(traited) < count:
+    beings, things, verbs = len(lists.beings), len(lists.things), len(lists.verbs)
+    traits = len(lists.traits)
+
+    def distinct(family: str, most: int, draw: Callable[[random.Random], T]) -> list[T]:
+        """``count`` distinct scenes of a family (all of them when it has fewer), drawn in
+        order by the family's own generator."""
+        rng = random.Random(f"{seed}/role-{family}")
+        seen: dict[Any, None] = {}
+        while len(seen) < min(count, most):
+            seen.setdefault(draw(rng))
+        return list(seen)
+
+    def draw_action(rng: random.Random) -> Action:
+        agent, patient = _two(rng, lists.beings)
+        return Action(agent, rng.choice(lists.verbs), patient)
+
+    def draw_placement(rng: random.Random) -> Placement:
+        first, second = _two(rng, lists.things)
+        return Placement(first, rng.choice(lists.relations), second)
+
+    def draw_traited(rng: random.Random) -> Action:
         agent, patient = _two(rng, lists.beings)
         verb = rng.choice(lists.verbs)
-        if len(actions) < count:
-            actions.setdefault(Action(agent, verb, patient))
-        first, second = _two(rng, lists.things)
-        if len(placements) < count:
-            placements.setdefault(Placement(first, rng.choice(lists.relations), second))
         one, other = _two(rng, lists.traits)
-        if len(traited) < count:
-            traited.setdefault(Action(patient, verb, agent, one, other))
+        return Action(agent, verb, patient, one, other)
+
+    actions = distinct("actions", beings * (beings - 1) * verbs, draw_action)
+    pairs = things * (things - 1) * len(lists.relations)
+    placements = distinct("placements", pairs, draw_placement)
+    combos = beings * (beings - 1) * verbs * traits * (traits - 1)
+    traited = distinct("traits", combos, draw_traited)
     triples: list[tuple[str, str, str, str, str]] = []
     for action in actions:
         swap = action.roles_swapped()
