@@ -109,9 +109,10 @@ class DemoOptions:
 
 def demo_recipe(options: DemoOptions) -> Recipe:
     """The demo's recipe (``--recipe``) with the demo's options: runs ``preserve``,
-    ``preserve-s1``, … (seeds ``seed``, ``seed + 1``, …; preserved run k keeps the recipe's k-th preservation set, cycled;
-    one run alone keeps the first), their soup ``preserve-soup`` when there are two or more,
-    ``plain`` (no preservation) with ``--plain``; ``--preserve-weight 0`` preserves nothing."""
+    ``preserve-s1``, … (seeds ``seed``, ``seed + 1``, …; preserved run k keeps the recipe's
+    k-th preservation set, cycled; one run alone keeps the first), their soup ``preserve-soup``
+    when there are two or more, ``plain`` (no preservation) with ``--plain``;
+    ``--preserve-weight 0`` preserves nothing."""
     base = shipped(options.recipe)
     sets = [r.preservation for r in base.runs]
     count = options.soup if options.soup is not None else len(base.runs)
