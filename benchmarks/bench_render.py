@@ -1,6 +1,6 @@
 """Time the procedural render of the full default shapes SABER (9,000 images, 256x256).
 
-Run: ``python benchmarks/bench_render.py [--workers 1]``; paste the table into docs/benchmarks.md.
+Run: ``python benchmarks/bench_render.py [--workers 1]``; paste the table into docs/experiments/.
 CPU seconds (user + system of this process and its workers) are reported next to wall time, as
 wall time on a shared machine measures the neighbours too. The peer in the same run is the cost
 of the unavoidable part: encoding the same 9,000 images as PNG and reading them back.

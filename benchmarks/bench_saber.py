@@ -1,6 +1,6 @@
 """Time SABER generation and validation of the default set (1,800 MCQs) on one core.
 
-Run: ``python benchmarks/bench_saber.py``; paste the table into docs/benchmarks.md.
+Run: ``python benchmarks/bench_saber.py``; paste the table into docs/experiments/.
 """
 
 from __future__ import annotations

@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--extras",
-        default=",".join((*EXTRAS, "dev")),
-        help="bindkit's extras to walk, comma-separated (default: the README's)",
+        default=",".join((*EXTRAS, "dev", "docs")),
+        help="bindkit's extras to walk, comma-separated (default: the README's, dev and docs)",
     )
     args = parser.parse_args(argv)
     extras = tuple(e for e in args.extras.split(",") if e)

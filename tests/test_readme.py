@@ -1,9 +1,15 @@
-"""The README's snippets are tests: every fenced code block is extracted and checked.
+"""The README's and the docs' snippets are tests: every fenced code block is extracted and checked.
+
+The pages checked (:func:`doc_pages`): README.md and every markdown page under ``docs/``
+except the lab notebook (``docs/experiments/``: dated records whose commands are kept as they
+were run) and the pages the site generates from the code or from result files (``docs/reference/``,
+``docs/results/``), and ``docs/ARCHITECTURE.md`` (data-flow diagrams). A new guide is checked as
+soon as it is written.
 
 How each block is checked:
 
 - **Python blocks** run (``exec``) in a fresh temporary folder, offline. The folder holds what the
-  block's marker names in ``setup=`` (see ``SETUPS``); the README says what such a file is.
+  block's marker names in ``setup=`` (see ``SETUPS``); the page says what such a file is.
 - **Shell blocks** (``bash``, ``text`` or unlabelled ones holding ``bindkit`` lines): every
   ``bindkit ...`` line is parsed with bindkit's own argparse parser, so a renamed or removed
   option, a missing required argument or a wrong sub-command fails. Synopsis lines are normalised
@@ -49,6 +55,20 @@ import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 ROOT = README.parent
+#: folders under docs/ whose pages are not checked here (see the module docstring), and
+#: ARCHITECTURE.md, whose blocks are data-flow diagrams, not commands
+UNCHECKED = ("experiments", "reference", "results", "ARCHITECTURE.md")
+
+
+def doc_pages() -> list[Path]:
+    """README.md, then every checked page under docs/, sorted."""
+    pages = [
+        p
+        for p in sorted((ROOT / "docs").rglob("*.md"))
+        if p.relative_to(ROOT / "docs").parts[0] not in UNCHECKED
+    ]
+    return [README, *pages]
+
 
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _MARKER = re.compile(r"^<!--\s*readme-test:\s*(.*?)\s*-->\s*$")
@@ -57,6 +77,7 @@ _MARKER = re.compile(r"^<!--\s*readme-test:\s*(.*?)\s*-->\s*$")
 @dataclass
 class Block:
     line: int  # 1-based line of the opening fence
+    file: str  # the page, relative to the repository root
     lang: str
     text: str
     run: bool = False
@@ -64,11 +85,11 @@ class Block:
     skip: str = ""
     setup: tuple[str, ...] = ()
     parse_only: tuple[str, ...] = ()
-    lines: list[tuple[int, str]] = field(default_factory=list)  # (README line, command)
+    lines: list[tuple[int, str]] = field(default_factory=list)  # (page line, command)
 
     @property
     def id(self) -> str:
-        return f"README.md:{self.line}"
+        return f"{self.file}:{self.line}"
 
 
 def _marker(text: str) -> dict[str, object]:
@@ -108,7 +129,7 @@ def _command_lines(start: int, text: str) -> list[tuple[int, str]]:
     return lines
 
 
-def read_blocks(text: str) -> list[Block]:
+def read_blocks(text: str, file: str = "README.md") -> list[Block]:
     blocks: list[Block] = []
     rows = text.splitlines()
     i = 0
@@ -123,6 +144,7 @@ def read_blocks(text: str) -> list[Block]:
         body = "\n".join(rows[i + 1 : end])
         block = Block(
             line=i + 1,
+            file=file,
             lang=opening.group(1),
             text=body,
             run=bool(options["run"]),
@@ -138,7 +160,8 @@ def read_blocks(text: str) -> list[Block]:
     return blocks
 
 
-BLOCKS = read_blocks(README.read_text(encoding="utf-8"))
+PAGES = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in doc_pages()}
+BLOCKS = [block for file, text in PAGES.items() for block in read_blocks(text, file)]
 
 
 def synopsis_argv(line: str) -> list[str]:
@@ -212,27 +235,53 @@ def test_readme_has_blocks_of_each_kind() -> None:
         assert set(block.setup) <= set(SETUPS), block.id
 
 
-def test_no_bindkit_command_outside_a_code_block() -> None:
-    """A command written as prose (outside a fence) escapes these tests and renders as text."""
+def test_the_guides_are_checked_and_the_notebook_is_not() -> None:
+    files = {b.file for b in BLOCKS}
+    assert {"README.md", "docs/quickstart.md", "docs/guides/finetune.md"} <= files
+    assert not any(f.startswith("docs/experiments/") for f in PAGES)
+
+
+def test_readme_fits_on_a_screen_and_starts_with_the_setup() -> None:
+    """README.md is at most 300 lines; its first block installs and runs the main job, the second
+    runs the tests (the docs site holds the rest)."""
+    lines = PAGES["README.md"].splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines; move the detail into docs/"
+    first, second = [b for b in BLOCKS if b.file == "README.md"][:2]
+    assert first.run and first.lines[0][1].startswith("pip install -c constraints.txt")
+    assert first.lines[1][1] == "bindkit eval --model st:default --out results"
+    assert second.text == "python -m pytest"
+
+
+def _stray_commands(file: str, text: str, blocks: list[Block]) -> list[str]:
     from bindkit.cli import build_parser
 
     (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    inside = {n for b in BLOCKS for n in range(b.line, b.line + b.text.count("\n") + 2)}
-    rows = README.read_text(encoding="utf-8").splitlines()
-    stray = [
-        f"README.md:{n}: {row}"
-        for n, row in enumerate(rows, 1)
+    inside = {n for b in blocks for n in range(b.line, b.line + b.text.count("\n") + 2)}
+    return [
+        f"{file}:{n}: {row}"
+        for n, row in enumerate(text.splitlines(), 1)
         if n not in inside
         and row.split(" ")[:1] == ["bindkit"]
         and row.split(" ")[1:2]
         and row.split(" ")[1] in commands.choices
     ]
+
+
+def test_no_bindkit_command_outside_a_code_block() -> None:
+    """A command written as prose (outside a fence) escapes these tests and renders as text."""
+    stray = [
+        line
+        for file, text in PAGES.items()
+        for line in _stray_commands(file, text, [b for b in BLOCKS if b.file == file])
+    ]
     assert not stray, "\n".join(stray)
+    prose = "Some text.\nbindkit eval --model bow\n"
+    assert _stray_commands("x.md", prose, read_blocks(prose, "x.md"))  # the check can fail
 
 
 @pytest.mark.parametrize(
     ("where", "line"),
-    [(f"README.md:{n}", line) for b in SHELL_BLOCKS for n, line in _bindkit_lines(b)],
+    [(f"{b.file}:{n}", line) for b in SHELL_BLOCKS for n, line in _bindkit_lines(b)],
 )
 def test_every_bindkit_line_parses(where: str, line: str) -> None:
     complaint = _parse(synopsis_argv(line))
@@ -254,8 +303,8 @@ def test_synopsis_normaliser() -> None:
 
 
 def test_parse_check_catches_a_broken_option(tmp_path: Path) -> None:
-    """The check can fail: a README with one option renamed has a line that does not parse."""
-    text = README.read_text(encoding="utf-8")
+    """The check can fail: a page with one option renamed has a line that does not parse."""
+    text = PAGES["docs/guides/saber.md"]
     assert "--per-n 200" in text
     broken = read_blocks(text.replace("--per-n 200", "--per-nn 200", 1))
     complaints = [_parse(synopsis_argv(line)) for b in broken for _, line in _bindkit_lines(b)]
@@ -282,13 +331,13 @@ def _keys(table: dict[str, object], prefix: str = "") -> set[str]:
 
 
 def test_readme_sweep_toml_is_a_valid_abridged_example(tmp_path: Path) -> None:
-    """The README's TOML loads with bindkit's sweep checker, and every key it shows is in
-    examples/sweep.toml (the README abridges that file)."""
+    """The sweeps guide's TOML loads with bindkit's sweep checker, and every key it shows is in
+    examples/sweep.toml (the guide abridges that file)."""
     import tomllib
 
     from bindkit.sweep.config import load_config
 
-    (toml,) = [b for b in BLOCKS if b.lang == "toml"]
+    (toml,) = [b for b in BLOCKS if b.lang == "toml" and b.file == "docs/guides/sweeps.md"]
     example = (ROOT / "examples" / "sweep.toml").read_text(encoding="utf-8")
     assert _keys(tomllib.loads(toml.text)) <= _keys(tomllib.loads(example))
     (tmp_path / "demo" / "data").mkdir(parents=True)
@@ -333,7 +382,7 @@ def _setup_synth(name: str) -> Callable[[Path], None]:
 
 
 def _setup_prompts(folder: Path) -> None:
-    """The README's ``prompts.txt`` (its ``text`` block that starts with the sweep's comment)."""
+    """The docs' ``prompts.txt`` (the ``text`` block that starts with the sweep's comment)."""
     (block,) = [b for b in BLOCKS if b.text.startswith("# prompts.txt")]
     (folder / "prompts.txt").write_text(block.text + "\n", encoding="utf-8")
 
@@ -419,8 +468,9 @@ def _run_block(block: Block, folder: Path, small: bool) -> None:
             continue
         if any(line.startswith(prefix) for prefix in block.parse_only):
             continue
-        assert line.startswith(("bindkit ", "python -c ")), f"README.md:{number}: cannot run {line}"
-        _run_line(line, f"README.md:{number}", small)
+        where = f"{block.file}:{number}"
+        assert line.startswith(("bindkit ", "python -c ")), f"{where}: cannot run {line}"
+        _run_line(line, where, small)
 
 
 @pytest.mark.parametrize("block", [b for b in RUN_BLOCKS if not b.slow], ids=lambda b: b.id)

@@ -1,4 +1,4 @@
-"""The dev panel of issue 18's recipe search (``search.py prepare``; docs/benchmarks.md).
+"""The dev panel of issue 18's recipe search (``search.py prepare``; docs/experiments/).
 
 SugarCrepe (text side) as triplets: query = another COCO caption of the same image (from another
 SugarCrepe subset), positive = the item's caption, negative = its hard negative; swap_att,

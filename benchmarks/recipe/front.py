@@ -1,5 +1,5 @@
 """The recipe search's front: SICK trial (general quality) against SugarCrepe++ swap_att (binding
-on natural captions) for every point scored on the held-out panel, as docs/benchmarks.md shows::
+on natural captions) for every point scored on the held-out panel, as docs/experiments/ shows::
 
     python benchmarks/recipe/front.py --results benchmarks/recipe/results.csv \\
         --demo demo/demo.json --out docs/images/recipe-front.png

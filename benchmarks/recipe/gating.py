@@ -1,5 +1,5 @@
 """How far each adapter moves embeddings away from the base model's, per kind of sentence: the
-diagnosis behind issue 18's everyday binding scenes (docs/benchmarks.md, session 4)::
+diagnosis behind issue 18's everyday binding scenes (docs/experiments/, session 4)::
 
     python benchmarks/recipe/gating.py --work W --shared ../shared/data st:default+adapter=DIR ...
 

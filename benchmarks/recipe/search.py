@@ -1,4 +1,4 @@
-"""Issue 18's recipe search: a thin runner of the recipes in ``trials.toml`` (docs/benchmarks.md).
+"""Issue 18's recipe search: a thin runner of the recipes in ``trials.toml`` (docs/experiments/).
 
     python benchmarks/recipe/search.py prepare --work W    # the dev panel (dev_panel.py)
     python benchmarks/recipe/search.py run all --work W    # or trial names; then `table --work W`
@@ -146,7 +146,7 @@ def run(names: list[str], study: dict[str, Any], work: Path, shared: Path) -> No
 
 
 def markdown(path: Path) -> str:
-    """results.csv as the markdown table of docs/benchmarks.md (the chosen α in bold)."""
+    """results.csv as the markdown table of docs/experiments/ (the chosen α in bold)."""
     with path.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     shown = [c for c in rows[0] if c != "chosen"] if rows else []

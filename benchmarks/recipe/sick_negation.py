@@ -1,5 +1,5 @@
 """How each adapter treats SICK pairs whose one side is negated ("There is no man ..." vs
-"A man ..."), the diagnosis behind issue 18's negation triplets (docs/benchmarks.md)::
+"A man ..."), the diagnosis behind issue 18's negation triplets (docs/experiments/)::
 
     python benchmarks/recipe/sick_negation.py SICK_trial.txt st:default st:default+adapter=DIR ...
 

@@ -68,7 +68,8 @@ def evaluate(
         overwrite: ``only-missing`` (default), ``never`` or ``always``.
         query_instruction: Instruction for queries (default: the task's, else the model's).
         image_root: Folder the data's image file names are relative to (image-side tasks).
-        batch_size, cache: Passed to :func:`bindkit.load_embedder` for spec strings.
+        batch_size: Passed to :func:`bindkit.load_embedder` for spec strings.
+        cache: Passed to :func:`bindkit.load_embedder` for spec strings.
         report: Write ``OUT/report.md`` over everything in ``out``.
         allow_missing_images: Score an image task without its missing images (the result is
             marked ``partial`` with the counts) instead of stopping with the first paths.

@@ -5,7 +5,7 @@ rsLoRA adapter, as peft applies it). Stacking the ranks,
 A = [A₁; A₂; …] and B = [w₁s₁/s·B₁, w₂s₂/s·B₂, …] with s = s₁ gives s·B·A = Σ wᵢ·ΔWᵢ exactly, so
 the soup is an ordinary adapter of rank Σ rᵢ (no merge into the base weights, no approximation).
 Averaging the adapters of two training seeds keeps what they share and halves what is
-idiosyncratic to each (docs/benchmarks.md, issue 18 session 5).
+idiosyncratic to each (docs/experiments/, issue 18 session 5).
 
 Inputs are checked before anything is written: finite tensors whose shapes match their ``r`` and
 each other, a finite scale in (0, MAX_SCALE], weights in [−MAX_WEIGHT, MAX_WEIGHT] and not all 0.

@@ -26,7 +26,12 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--model", default=None, help="train this model spec instead of the recipe's model"
     )
-    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--out", default=None, help="output folder (required unless --show)")
+    parser.add_argument(
+        "--show",
+        action="store_true",
+        help="print the resolved recipe (every key: value, source, help) and exit; trains nothing",
+    )
     parser.add_argument(
         "--set",
         dest="changes",
@@ -67,23 +72,42 @@ def parse_change(text: str) -> tuple[str, Any]:
 
 def _finetune(args: argparse.Namespace) -> int:
     from bindkit._io import check_not_input
-    from bindkit.recipes.recipe import Recipe, packaged_recipe
+    from bindkit.recipes.recipe import Recipe, packaged_path, packaged_recipe
     from bindkit.recipes.run import run_recipe
 
     if (args.recipe_file is None) == (args.recipe is None):
         raise BindkitError("give a RECIPE.toml file or --recipe NAME (one of them)")
+    if args.out is None and not args.show:
+        raise BindkitError("--out: required (the output folder); or --show to print the recipe")
     changes = dict(parse_change(c) for c in args.changes)
     if args.model is not None:
         changes["model"] = args.model
     if args.recipe_file is not None:
-        check_not_input(Path(args.out), [Path(args.recipe_file)])
-        recipe = Recipe.from_toml(args.recipe_file)
+        if args.out is not None:
+            check_not_input(Path(args.out), [Path(args.recipe_file)])
+        path = Path(args.recipe_file)
+        recipe = Recipe.from_toml(path)
     else:
         recipe = packaged_recipe(args.recipe)
+        path = packaged_path(args.recipe)
     if changes:
         recipe = recipe.replace(**changes)
+    if args.show:
+        return _show(recipe, path, changes)
     run_recipe(
         recipe, args.out, overwrite=args.overwrite, progress=not args.quiet, threads=args.threads
     )
     print((Path(args.out) / "report.md").read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def _show(recipe: Any, path: Path, changes: dict[str, Any]) -> int:
+    """``--show``: the resolved recipe, one line per key with its value, source and help."""
+    import tomllib
+
+    from bindkit.recipes.keys import format_resolved, resolve
+
+    written = tomllib.loads(path.read_text(encoding="utf-8"))
+    print(f"# {recipe.name} ({path}): every key, its value, where it came from, what it does")
+    print(format_resolved(resolve(recipe, written, changes)))
     return 0

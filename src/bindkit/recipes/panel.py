@@ -8,7 +8,7 @@ One definition for the recipe (:mod:`bindkit.recipes.recipe`) and the sweep
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,13 +30,17 @@ class PanelEntry:
     panel) may read only dev halves; a reported table reads test halves.
     """
 
-    name: str
-    task: str
-    score: str
-    data: str | None = None
-    pairing: str | None = None
-    subset: str | None = None
-    half: str | None = None
+    name: str = field(metadata={"help": "the column's name in the table"})
+    task: str = field(metadata={"help": "a bindkit eval --task name"})
+    score: str = field(metadata={"help": "the score of the task's result to report"})
+    data: str | None = field(
+        default=None, metadata={"help": "the data: a path, or {val}, {test}, {saber} in a recipe"}
+    )
+    pairing: str | None = field(default=None, metadata={"help": "the pairing (tt, ti, it, ii)"})
+    subset: str | None = field(default=None, metadata={"help": "the subset, where it has some"})
+    half: str | None = field(
+        default=None, metadata={"help": "dev or test: the fixed half it reads (unset: all)"}
+    )
 
 
 def _at(where: str) -> str:

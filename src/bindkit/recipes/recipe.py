@@ -101,6 +101,12 @@ MAX_RUNS = 16
 MAX_SEED = 2**31 - 1  # TrainConfig's seed range
 
 
+def _doc(text: str, toml: str | None = None) -> Any:
+    """A field's metadata: its help (``bindkit finetune --show``, the docs' recipe-key page) and,
+    where the TOML key is not the field's name, that key."""
+    return {"help": text, "toml": toml} if toml else {"help": text}
+
+
 def _count(key: str, value: Any, low: int, high: int) -> None:
     if type(value) is not int or not low <= value <= high:
         raise BindkitError(f"{key} {value!r}: give a whole number from {low:,} to {high:,}")
@@ -122,14 +128,34 @@ def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> None:
 class DataSpec:
     """``[data]``: ``bindkit synth`` template examples → NoOverlap train split → mix."""
 
-    examples: int = 24000
-    seed: int = 0
-    exclude_vocab: str = "builtin"  # the SABER vocabulary NoOverlap excludes (or a folder)
-    mix: str = "fullpararelnegLEOR"
-    max_triplets: int | None = None  # cap on the training triplets (None: all)
-    val_triplets: int = 256  # the first of val.jsonl: the trainer's validation file
-    test_triplets: int = 1024  # the first of test.jsonl: the panel's {test}
-    saber_per_n: int | None = None  # a generated SABER (MCQs per N) as {saber}; None: packaged
+    examples: int = field(
+        default=24000, metadata=_doc("template examples bindkit synth generates (at least 100)")
+    )
+    seed: int = field(default=0, metadata=_doc("the data's random seed"))
+    exclude_vocab: str = field(
+        default="builtin",
+        metadata=_doc("the SABER vocabulary NoOverlap excludes: builtin or a vocabulary folder"),
+    )
+    mix: str = field(
+        default="fullpararelnegLEOR",
+        metadata=_doc("the training triplet mix (bindkit synth mix --mix)"),
+    )
+    max_triplets: int | None = field(
+        default=None, metadata=_doc("cap on the training triplets (unset: all)")
+    )
+    val_triplets: int = field(
+        default=256, metadata=_doc("the first N of val.jsonl: the trainer's validation file")
+    )
+    test_triplets: int = field(
+        default=1024, metadata=_doc("the first N of test.jsonl: the panel's {test}")
+    )
+    saber_per_n: int | None = field(
+        default=None,
+        metadata=_doc(
+            "a generated SABER with N MCQs per N as the panel's {saber} (even; unset: "
+            "the packaged 200 per N)"
+        ),
+    )
 
     def __post_init__(self) -> None:
         from bindkit.saber.build import MAX_PER_N
@@ -159,9 +185,12 @@ class DataSpec:
 class RunSpec:
     """One ``[[runs]]`` entry: a training run with its seed and preservation set."""
 
-    name: str
-    seed: int = 0
-    preservation: str = NO_PRESERVATION  # a synth.preservation set, or "none"
+    name: str = field(metadata=_doc("the run's name (its folder under OUT/runs/)"))
+    seed: int = field(default=0, metadata=_doc("the run's training seed"))
+    preservation: str = field(
+        default=NO_PRESERVATION,
+        metadata=_doc('the preservation set (bindkit synth preserve --set), or "none"'),
+    )
 
     def __post_init__(self) -> None:
         from bindkit.synth.preservation import PRESERVATION_SETS
@@ -183,9 +212,11 @@ class RunSpec:
 class SoupSpec:
     """``[soup]``: runs averaged in weight space (``bindkit soup``) under ``name``."""
 
-    name: str
-    runs: tuple[str, ...]
-    weights: tuple[float, ...] | None = None  # None: the plain mean
+    name: str = field(metadata=_doc("the soup's name (a row of the table, a select.ship)"))
+    runs: tuple[str, ...] = field(metadata=_doc("two or more run names to average"))
+    weights: tuple[float, ...] | None = field(
+        default=None, metadata=_doc("one positive weight per run (unset: the plain mean)")
+    )
 
     def __post_init__(self) -> None:
         _name("soup.name", self.name)
@@ -241,18 +272,39 @@ def train_field_error(name: str, value: Any) -> str | None:
 class Recipe:
     """A finetuning recipe, checked on construction (see the module docstring for its TOML)."""
 
-    name: str
-    model: str
-    runs: tuple[RunSpec, ...]
-    panel: tuple[PanelEntry, ...]
-    description: str = ""
-    data: DataSpec = field(default_factory=DataSpec)
-    train: dict[str, Any] = field(default_factory=dict)  # TrainConfig overrides
-    soup: SoupSpec | None = None
-    lines_rule: str = "fixed"
-    lines_alpha: float | None = 1.0  # the fixed α (rule "fixed"); None with val-tolerance
-    ship: str | None = None  # None: the soup if there is one, else the first run
-    scored: tuple[str, ...] | None = None  # runs/soup scored on the panel (None: all); base too
+    name: str = field(metadata=_doc("the recipe's name"))
+    model: str = field(metadata=_doc("the base model spec (bindkit finetune --model overrides)"))
+    runs: tuple[RunSpec, ...] = field(metadata=_doc("[[runs]]: one training run each"))
+    panel: tuple[PanelEntry, ...] = field(metadata=_doc("[[panel]]: the scores of the table"))
+    description: str = field(default="", metadata=_doc("one line on what the recipe is for"))
+    data: DataSpec = field(default_factory=DataSpec, metadata=_doc("[data]"))
+    train: dict[str, Any] = field(
+        default_factory=dict, metadata=_doc("[train]: TrainConfig overrides")
+    )
+    soup: SoupSpec | None = field(default=None, metadata=_doc("[soup]: runs averaged"))
+    lines_rule: str = field(
+        default="fixed",
+        metadata=_doc("fixed (lines.alpha) or val-tolerance (the trainer's rule)", "lines.rule"),
+    )
+    lines_alpha: float | None = field(
+        default=1.0,
+        metadata=_doc(
+            'LiNeS alpha of rule "fixed", in [0, 1]; 1 keeps the whole update', "lines.alpha"
+        ),
+    )
+    ship: str | None = field(
+        default=None,
+        metadata=_doc(
+            "the run or soup whose adapter ships (unset: the soup, else the first run)",
+            "select.ship",
+        ),
+    )
+    scored: tuple[str, ...] | None = field(
+        default=None,
+        metadata=_doc(
+            "the runs and soup scored on the panel besides base (unset: all)", "select.score"
+        ),
+    )
 
     def __post_init__(self) -> None:
         _name("name", self.name)
@@ -499,7 +551,14 @@ def packaged_recipe(name: str) -> Recipe:
         raise BindkitError(
             f"--recipe {name}: no such packaged recipe{hint}; have {', '.join(names)}"
         )
-    return Recipe.from_toml(_packaged_dir() / f"{name}.toml")
+    return Recipe.from_toml(packaged_path(name))
+
+
+def packaged_path(name: str) -> Path:
+    """The TOML file of packaged recipe ``name`` (checked as :func:`packaged_recipe` does)."""
+    if name not in packaged_names():
+        packaged_recipe(name)  # the one-line error with its "did you mean"
+    return _packaged_dir() / f"{name}.toml"
 
 
 # -- a TOML writer for a recipe's document ----------------------------------------------------

@@ -216,7 +216,20 @@ class _Runner:
         }
         self.write(record)
         atomic_write_text(self.out / "report.md", render_report(recipe, record))
+        self.warn_at_chance(table)
         return record
+
+    def warn_at_chance(self, table: dict[str, dict[str, float]]) -> None:
+        """One line on stderr (also under -q) when the shipped row scores at or below chance."""
+        from bindkit.recipes.chance import at_chance, chance_warning
+
+        shipped = self.recipe.shipped
+        row = next((r for r in (f"{shipped} lines", f"{shipped} raw") if r in table), None)
+        if row is None:  # the shipped run is not scored (select.score leaves it out)
+            return
+        line = chance_warning(self.recipe.name, row, at_chance(self.recipe.panel, table[row]))
+        if line is not None:
+            print(line, file=sys.stderr, flush=True)
 
     def write(self, record: dict[str, Any]) -> None:
         atomic_write_text(self.out / RECORD, json.dumps(record, indent=2) + "\n")

@@ -450,7 +450,7 @@ def generate_saber(
         BindkitError: an option is out of bounds (checked before any work), ``out`` is not
             empty, or cannot be written (a one-line :class:`~bindkit.errors.PathError`).
 
-    Example:
+    Examples:
         >>> manifest = generate_saber("saber", seed=0)  # doctest: +SKIP
         >>> manifest["counts"]["mcqs"]  # doctest: +SKIP
         1800

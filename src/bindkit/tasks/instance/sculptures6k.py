@@ -9,7 +9,7 @@ as the VGG page publishes it, and the images: every ``*.jpg`` under ``--image-ro
 ``DATA/images``; the release's ``train/`` and ``test/`` halves together make the 6,340), matched
 to the ground truth by file stem. The ground truth names images of both halves, so the image
 root must hold both; whether published results rank within the test half only is an open
-question (see docs/benchmarks.md). See :mod:`bindkit.tasks.instance.oxford_paris` for the
+question (see docs/experiments/). See :mod:`bindkit.tasks.instance.oxford_paris` for the
 reading and scoring rules they share.
 """
 
