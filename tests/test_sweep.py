@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -222,6 +223,16 @@ def test_two_trial_study_end_to_end_and_rerun(
     assert (out / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     report = (out / "sweep.md").read_text()
     assert "## Pareto front" in report and "| base |" in report
+    # each front point against the base: its change on every panel entry, with a paired
+    # interval around it (the same items resampled for both models)
+    changes = report.split("## The front against the base model", 1)[1]
+    for row in (r for r in trials if r["front"] == "yes"):
+        line = next(x for x in changes.splitlines() if x.startswith(f"| T{row['trial']} α "))
+        cells = line.strip("|").split("|")[1:]
+        for name, cell in zip(("bind", "sts"), cells, strict=True):
+            delta, low, high = (float(x) for x in re.findall(r"[-+]\d+\.\d+", cell))
+            assert delta == pytest.approx(100 * (float(row[name]) - float(base[name])), abs=0.01)
+            assert low <= delta <= high
     # the Optuna study holds both trials, their values are the raw adapters' objectives
     study = optuna.load_study(study_name="t", storage=f"sqlite:///{out / 'study.db'}")
     assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]

@@ -108,6 +108,7 @@ def write_outputs(study: Any, config: SweepConfig, out: Path) -> list[Path]:
         *_markdown(table, names),
         "",
     ]
+    lines += front_changes(front, config, out)
     atomic_write_text(out / "sweep.md", "\n".join(lines))
     plot = out / "sweep.png"
     atomic_write_bytes(plot, _plot(table, config))
@@ -117,6 +118,35 @@ def write_outputs(study: Any, config: SweepConfig, out: Path) -> list[Path]:
         atomic_write_bytes(out / "sweep_optuna.png", optuna_view)
         written.append(out / "sweep_optuna.png")
     return written
+
+
+def front_changes(front: list[dict[str, Any]], config: SweepConfig, out: Path) -> list[str]:
+    """Each front point's change vs the base model on every panel entry, with its 95 % paired
+    bootstrap interval (:func:`bindkit.recipes.panel.panel_changes`: the same items resampled
+    for both; the base's per-item results are made once in the trial's ``results/``, its
+    embeddings from the cache): how sure each point of the front is, not only where it lies."""
+    from bindkit.recipes.panel import panel_changes
+    from bindkit.recipes.run import change_table
+    from bindkit.sweep.study import base_model, point_adapter, spec_with_adapter
+
+    model = base_model(config)
+    changes: dict[str, dict[str, Any]] = {}
+    for row in front:
+        folder = out / str(row.get("dir", ""))
+        adapter = point_adapter(folder, float(row["alpha"]))
+        if not model or not row.get("dir") or not adapter.is_dir():
+            continue
+        spec = spec_with_adapter(model, adapter)
+        found = panel_changes(model, spec, config.panel, folder / "results")
+        label = f"T{row['trial']} α {float(row['alpha']):g}"
+        changes[label] = {name: None if c is None else vars(c) for name, c in found.items()}
+    if not changes:
+        return []
+    return [
+        "## The front against the base model",
+        *change_table([p.name for p in config.panel], changes)[1:],
+        "",
+    ]
 
 
 def _markdown(table: list[dict[str, Any]], names: list[str]) -> list[str]:

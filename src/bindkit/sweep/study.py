@@ -256,6 +256,19 @@ def spec_with_adapter(model: str, adapter: Path | None) -> str:
     return model if adapter is None else f"{model}+adapter={adapter}"
 
 
+def base_model(config: SweepConfig) -> str:
+    """The model every trial starts from ("" when the config names none)."""
+    if config.recipe is not None:
+        return str(config.recipe.replace(**config.fixed).model)
+    return str(config.fixed.get("model", ""))
+
+
+def point_adapter(folder: Path, alpha: float) -> Path:
+    """A trial point's adapter: the raw one (``adapter-raw``, a recipe's and a training run's
+    alike) at α 1, else its LiNeS copy ``adapter-lines-<α>``."""
+    return folder / ("adapter-raw" if alpha == 1.0 else f"adapter-lines-{alpha:g}")
+
+
 def objective_values(config: SweepConfig, scores: dict[str, float]) -> dict[str, float]:
     """Each objective: the mean of its panel scores.
 
@@ -354,7 +367,7 @@ class Objective:
         for alpha in (1.0, *config.lines_alphas):
             adapter = raw
             if alpha != 1.0:
-                adapter = folder / f"adapter-lines-{alpha:g}"
+                adapter = point_adapter(folder, alpha)
                 if not (adapter / "lines.json").is_file():
                     apply_lines(  # no lines.json: what is there is unfinished, replace it
                         raw, adapter, alpha=alpha, num_layers=depth, overwrite=True
@@ -434,11 +447,7 @@ def run_sweep(
         if reclaimed and progress:
             print(f"sweep: re-enqueued killed trial(s) {reclaimed}", file=sys.stderr)
         if "base" not in study.user_attrs:
-            model = str(
-                config.recipe.replace(**config.fixed).model
-                if config.recipe is not None
-                else config.fixed.get("model", "")
-            )
+            model = base_model(config)
             if model:
                 base = score_panel(model, config.panel, out / "base-results")
                 study.set_user_attr(
