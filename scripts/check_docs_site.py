@@ -18,6 +18,7 @@ exits 1 if there is any (CI runs it on ``mkdocs build``'s output).
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import functools
 import http.server
 import json
@@ -141,8 +142,14 @@ def chromium() -> str | None:
     return None
 
 
-def browser_problems(site: Path, executable: str, screenshots: Path | None = None) -> list[str]:
-    """Every page in headless Chromium; the search box; the screenshots (when asked)."""
+def browser_problems(
+    site: Path,
+    executable: str,
+    screenshots: Path | None = None,
+    only: tuple[str, ...] = (),
+) -> list[str]:
+    """Every page in headless Chromium (those matching a glob of ``only``, when given: a loaded
+    machine takes up to a minute per page); the search box; the screenshots (when asked)."""
     from playwright.sync_api import sync_playwright
 
     problems = []
@@ -159,7 +166,10 @@ def browser_problems(site: Path, executable: str, screenshots: Path | None = Non
         empty = json.dumps({"config": index["config"], "docs": []})
         page.route(SEARCH_INDEX, lambda route: route.fulfill(body=empty, content_type=JSON))
         for path in pages(site):
-            url = path.relative_to(site).as_posix().removesuffix("index.html")
+            relative = path.relative_to(site)
+            if only and not any(fnmatch.fnmatchcase(relative.as_posix(), g) for g in only):
+                continue
+            url = relative.as_posix().removesuffix("index.html")
             errors.clear()
             response = page.goto(base + url, wait_until="load")
             if response is None or response.status != 200:
@@ -204,6 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--static-only", action="store_true", help="no browser: links, anchors and images only"
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="open only the pages whose path matches GLOB in the browser (repeatable; * spans /)",
+    )
     args = parser.parse_args(argv)
     if not (args.site / "index.html").is_file():
         parser.error(f"{args.site}: no index.html; build the site first (mkdocs build)")
@@ -212,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         executable = chromium()
         if executable is None:
             parser.error("no chromium on PATH: apt-get install chromium, or pass --static-only")
-        problems += browser_problems(args.site, executable, args.screenshots)
+        problems += browser_problems(args.site, executable, args.screenshots, tuple(args.only))
     for problem in problems:
         print(problem, file=sys.stderr)
     print(f"{len(pages(args.site))} pages checked, {len(problems)} problems")
