@@ -70,6 +70,15 @@ def pages(site: Path) -> list[Path]:
     return sorted(p for p in site.rglob("*.html") if p.name != "404.html")
 
 
+def browsed(site: Path, only: tuple[str, ...]) -> list[Path]:
+    """The pages the browser opens: all, or those whose path matches a glob of ``only``."""
+    return [
+        path
+        for path in pages(site)
+        if not only or any(fnmatch.fnmatchcase(path.relative_to(site).as_posix(), g) for g in only)
+    ]
+
+
 @functools.cache
 def _parse(path: Path) -> _Page:
     page = _Page()
@@ -165,11 +174,8 @@ def browser_problems(
         index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
         empty = json.dumps({"config": index["config"], "docs": []})
         page.route(SEARCH_INDEX, lambda route: route.fulfill(body=empty, content_type=JSON))
-        for path in pages(site):
-            relative = path.relative_to(site)
-            if only and not any(fnmatch.fnmatchcase(relative.as_posix(), g) for g in only):
-                continue
-            url = relative.as_posix().removesuffix("index.html")
+        for path in browsed(site, only):
+            url = path.relative_to(site).as_posix().removesuffix("index.html")
             errors.clear()
             response = page.goto(base + url, wait_until="load")
             if response is None or response.status != 200:
@@ -183,10 +189,12 @@ def browser_problems(
             problems += [f"{url}: image did not load: {src}" for src in broken]
             problems += [f"{url}: console error: {e}" for e in errors]
         word, expected = SEARCH
-        page.unroute(SEARCH_INDEX)
+        page.close()
+        page = browser.new_page(viewport={"width": 1280, "height": 900})  # the real index
+        page.set_default_timeout(TIMEOUT_MS)
         page.goto(base, wait_until="load")
-        page.keyboard.press("s")  # the theme's shortcut opens the search box
-        page.locator("input.md-search__input").fill(word)
+        page.locator("input.md-search__input").click()
+        page.keyboard.type(word)  # key by key, as a user types: the theme searches on keyup
         results = page.locator(".md-search-result__item")
         try:
             results.first.wait_for()
@@ -232,7 +240,11 @@ def main(argv: list[str] | None = None) -> int:
         problems += browser_problems(args.site, executable, args.screenshots, tuple(args.only))
     for problem in problems:
         print(problem, file=sys.stderr)
-    print(f"{len(pages(args.site))} pages checked, {len(problems)} problems")
+    opened = 0 if args.static_only else len(browsed(args.site, tuple(args.only)))
+    print(
+        f"{len(pages(args.site))} pages checked for links and images, {opened} opened in the "
+        f"browser; {len(problems)} problems"
+    )
     return 1 if problems else 0
 
 

@@ -39,6 +39,9 @@ def test_static_check_finds_broken_links_anchors_and_images(tmp_path: Path) -> N
         "index.html: missing image missing.png",
     ]
     assert check.static_problems(site / "a") == []  # a page on its own: its image is outside
+    assert check.browsed(site, ()) == [site / "a" / "index.html", site / "index.html"]
+    assert check.browsed(site, ("a/*",)) == [site / "a" / "index.html"]
+    assert check.browsed(site, ("index.html",)) == [site / "index.html"]  # the path, not its end
 
 
 def test_the_server_serves_the_site(tmp_path: Path) -> None:
