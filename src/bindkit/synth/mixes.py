@@ -29,6 +29,7 @@ from bindkit.synth.everyday import everyday_triplets
 
 # Named training mixes (issue 18's search): the kinds of triplets shuffled together.
 MIXES = {
+    "full": ("full",),  # the full captions alone: seed 000's own triplets (recipe seed000-1b)
     "fullpara": ("full", "paraphrase"),
     "fullrestate": ("full", "restatement"),
     "mix3": ("full", "paraphrase", "restatement"),
