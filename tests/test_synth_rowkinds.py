@@ -72,6 +72,7 @@ def test_the_row_kind_is_added_and_the_texts_the_adapter_trained_on_are_kept() -
     texts = [
         [{k: r[k] for k in FIELDS} for r in training_triplets(drawn, seed, mix)]
         for mix in MIXES
+        if mix != "full"  # added later (seed000-1b): the mixes before it keep their texts
         for seed in (0, 1)
     ]
     digest = hashlib.sha256(json.dumps(texts).encode()).hexdigest()

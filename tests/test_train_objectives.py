@@ -324,9 +324,9 @@ def test_help_shows_each_default_once_and_says_what_no_flags_do(
     )
     assert "--lora-r LORA_R LoRA rank [seed 002 §IV-A1]; in [1, 1024] (default: 8)" in text
     assert (
-        "--epochs EPOCHS passes over the training file; a fraction stops part-way through the "
-        "last pass (1.5: ceil(1.5 x micro-batches per epoch) micro-batches) [seed 002 §IV-A1]; "
-        "in (0, 1000] (default: 1.5)"
+        "--epochs EPOCHS passes over the training file; a fraction ends the last pass early "
+        "(1.5: ceil(1.5 x an epoch's batches) batches) [seed 002 §IV-A1]; in (0, 1000] "
+        "(default: 1.5)"
     ) in text
 
 

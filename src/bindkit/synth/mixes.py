@@ -29,7 +29,6 @@ from bindkit.synth.everyday import everyday_triplets
 
 # Named training mixes (issue 18's search): the kinds of triplets shuffled together.
 MIXES = {
-    "full": ("full",),  # the full captions alone: seed 000's own triplets (recipe seed000-1b)
     "fullpara": ("full", "paraphrase"),
     "fullrestate": ("full", "restatement"),
     "mix3": ("full", "paraphrase", "restatement"),
@@ -48,6 +47,7 @@ MIXES = {
     "fullpararelnegLEORN": ("full", "paraphrase", "relationL", "negationL", "everydayORN"),
     "fullpararelnegLEORBN": ("full", "paraphrase", "relationL", "negationL", "everydayORBN"),
     "fullpararelneghLEOR": ("full", "paraphrase", "relationL", "negationLh", "everydayOR"),
+    "full": ("full",),  # the full captions alone: seed 000's own triplets (recipe seed000-1b)
 }
 
 

@@ -80,7 +80,8 @@ def _default(base: Any, name: str, value: Any) -> Any:
 
 def _seed002(name: str, metadata: Any = None) -> Any:
     """Field ``name`` with seed 002's default (:data:`~bindkit.train.seed_values.SEED002`), its
-    help ending with where the value comes from; ``metadata``: a new field's, else the loop's."""
+    help ending with where the value comes from; ``metadata``: a new field's, else the loop's
+    (docs/seed-choices.md#seed-002s-training-recipe-bindkit-train-clusters)."""
     source = SEED002[name]
     metadata = metadata or BaseTrainConfig.__dataclass_fields__[name].metadata
     keys = ("help", "negative") if isinstance(source.value, bool) else ("help",)
@@ -127,9 +128,10 @@ class BaseTrainConfig:
     epochs: float = field(
         default=1,
         metadata=_help(
-            "passes over the training file; a fraction stops part-way through the last pass "
-            "(1.5: ceil(1.5 x micro-batches per epoch) micro-batches)",
+            "passes over the training file; a fraction ends the last pass early (1.5: "
+            "ceil(1.5 x an epoch's batches) batches)",
             Range(0, 1000, low_open=True),
+            whole_or_fraction=True,
         ),
     )
     max_steps: int | None = field(
@@ -369,7 +371,8 @@ class ClusterTrainConfig(BaseTrainConfig):
     bindkit sets for it says in its help where it comes from: the paper's section (LoRA r 8, AdamW
     5e-5, linear schedule after 100 warm-up steps, τ 0.02, max length 1024, 1.5 epochs, 448 x 448
     training images, GradCache, B 256) or bindkit's reason (α 16, weight decay 0, chunk size,
-    no LiNeS); :data:`bindkit.train.seed_values.SEED002` holds them."""
+    no LiNeS); :data:`bindkit.train.seed_values.SEED002` holds them, and
+    docs/seed-choices.md#seed-002s-training-recipe-bindkit-train-clusters lists them."""
 
     DATA_FIELDS: ClassVar[tuple[str, ...]] = ("clusters", "val", "sts", "preserve")
     OBJECTIVE: ClassVar[str] = "clusters"
@@ -423,6 +426,16 @@ def _field_default(config: type[BaseTrainConfig], name: str) -> Any:
     return next(f.default for f in dataclasses.fields(config) if f.name == name)
 
 
+def _whole_or_fraction(text: str) -> int | float:
+    """``--epochs 2`` as 2, ``--epochs 1.5`` as 1.5: a whole count keeps its integer form (in
+    messages, and in the run identity of runs made before fractions were allowed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number such as 1 or 1.5") from None
+    return int(value) if value.is_integer() else value
+
+
 def _base_type(kind: Any) -> Any:
     args = [a for a in typing.get_args(kind) if a is not type(None)]
     return args[0] if args else kind
@@ -473,7 +486,7 @@ def add_arguments(
         parser.add_argument(
             flag,
             dest=f.name,
-            type=_base_type(kind),
+            type=_whole_or_fraction if f.metadata.get("whole_or_fraction") else _base_type(kind),
             required=required,
             default=default,
             choices=f.metadata.get("choices"),
