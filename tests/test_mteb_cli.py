@@ -177,8 +177,8 @@ def test_an_hf_export_registers_as_its_folder_does(small_saber: Path, tmp_path: 
 
     hf = tmp_path / "small-hf"
     assert main(["export", "saber", str(small_saber), "--out", str(hf)]) == 0
-    (mcq, _) = mteb_tasks.saber_tasks(hf)
-    (plain, _) = mteb_tasks.saber_tasks(small_saber)
+    (mcq, _, _) = mteb_tasks.saber_tasks(hf)
+    (plain, _, _) = mteb_tasks.saber_tasks(small_saber)
     assert mcq.metadata.name == plain.metadata.name == "SABERMCQ-small"
     assert mcq.metadata.revision == plain.metadata.revision
     assert mcq.metadata.dataset["path"] == str(hf.resolve())

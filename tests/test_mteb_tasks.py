@@ -63,7 +63,7 @@ def test_mcq_ties_share_as_bindkit_and_mteb_accuracy_breaks_them_by_id(
     exactly), mteb's accuracy (Recall@1) is what trec_eval's id order makes of the same ties."""
     bow = load_embedder("bow", cache=False)
     ours = _bindkit(bow, "saber", small_saber, tmp_path / "r")
-    (mcq_task, _retrieval) = mteb_tasks.saber_tasks(small_saber)
+    (mcq_task, *_retrieval) = mteb_tasks.saber_tasks(small_saber)
     encoder = mteb_tasks.MtebEncoder(bow)
     got = _scores(mteb.evaluate(encoder, [mcq_task], cache=None, show_progress_bar=False))
     row = got[(mcq_task.metadata.name, "default")]

@@ -269,3 +269,43 @@ def test_wang_tradeoff_needs_a_control_set_and_no_soup(tmp_path: Path) -> None:
         dataclasses.replace(
             recipe, runs=(*recipe.runs, two), soup=SoupSpec("soup", ("seed000", "other"))
         )
+
+
+@pytest.mark.slow
+def test_train_clusters_trains_at_1024_tokens_on_448_images(
+    tiny_qwen2_vl: Path, tmp_path: Path
+) -> None:
+    """The run's defaults reach the model: the record's base model is cut at 1024 tokens and
+    squashes its training images to 448 x 448; the paper's other values are in its config."""
+    from PIL import Image
+
+    from bindkit.train.trainer import train_clusters
+
+    pairs = []
+    for i, color in enumerate(("red", "blue", "green", "gray")):
+        Image.new("RGB", (60 + 10 * i, 40), color).save(tmp_path / f"{color}.png")
+        pairs.append({"query": f"a {color} square", "positive": f"{color}.png"})
+    clusters = tmp_path / "clusters.jsonl"
+    clusters.write_text(
+        "".join(
+            json.dumps({"anchor": p[0]["query"], "pairs": p}) + "\n" for p in (pairs[:2], pairs[2:])
+        )
+    )
+    record = train_clusters(
+        ClusterTrainConfig(
+            model=f"mllm:{tiny_qwen2_vl}",
+            clusters=str(clusters),
+            out=str(tmp_path / "run"),
+            clusters_per_step=2,
+            progress=False,
+            save_every=0,
+        )
+    )
+    assert record["base_model"]["max_length"] == 1024  # the family's 8192 cut to the paper's
+    assert record["base_model"]["images"]["square"] == 448
+    # 2 clusters, B 256: one micro-batch an epoch; 1.5 epochs: ceil(1.5) = 2 micro-batches
+    assert record["micro_batches"] == 2 and record["lines"] is None  # no LiNeS
+    config = record["config"]
+    assert (config["epochs"], config["lr"], config["lora_r"], config["image_size"]) == (
+        1.5, 5e-5, 8, 448,
+    )  # fmt: skip
