@@ -68,10 +68,10 @@ def epoch_micro_batches(epochs: float, per_epoch: int) -> int:
     rounds up, as transformers' Trainer does (``ceil(num_train_epochs x steps per epoch)``).
 
     Example:
-        >>> epoch_micro_batches(1.5, 7), epoch_micro_batches(2, 7), epoch_micro_batches(0.1, 30)
-        (11, 14, 3)
+        >>> epoch_micro_batches(1.5, 7), epoch_micro_batches(2, 7), epoch_micro_batches(1.1, 50)
+        (11, 14, 55)
     """
-    # round first: 0.1 x 30 is 3.0000000000000004 in floats, three micro-batches, not four
+    # round first: 1.1 x 50 is 55.00000000000001 in floats, 55 micro-batches, not 56
     return math.ceil(round(epochs * per_epoch, 9))
 
 
