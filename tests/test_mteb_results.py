@@ -159,9 +159,14 @@ def test_an_export_that_mteb_would_filter_is_refused(tmp_path: Path) -> None:
         "kg_co2_emissions": None,
     }
     check_with_mteb(Result.model_validate(fields), task, tmp_path / "ok.json")
-    wrong = {**fields, "scores": {"test": [{**fields["scores"]["test"][0], "hf_subset": "x"}]}}
-    with pytest.raises(BindkitError, match="validate_and_filter_scores changes this export"):
-        check_with_mteb(Result.model_validate(wrong), task, tmp_path / "bad.json")
+    nested = fields["scores"]["test"][0]
+    # a subset the task does not declare: mteb would drop it
+    extra = {**fields, "scores": {"test": [nested, {**nested, "hf_subset": "x"}]}}
+    # the declared subset missing: mteb would fill it with a NaN main score
+    missing = {**fields, "scores": {"test": [{**nested, "hf_subset": "x"}]}}
+    for wrong in (extra, missing):
+        with pytest.raises(BindkitError, match="validate_and_filter_scores changes this export"):
+            check_with_mteb(Result.model_validate(wrong), task, tmp_path / "bad.json")
 
 
 def test_benchmark_result_of_the_export_has_bindkits_scores(
