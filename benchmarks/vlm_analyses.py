@@ -601,6 +601,10 @@ def run_saha(args: argparse.Namespace) -> dict[str, Any]:
             schedule="constant",
             max_steps=args.steps,
             epochs=1000,
+            # the model's own resolution and token limit, as these analyses were run (not seed
+            # 002's 448 x 448 training images and 1024 tokens, the train clusters defaults)
+            image_size=0,
+            max_length=None,
             lines=False,
             model_dropout=False,
             save_every=100,

@@ -104,13 +104,13 @@ def test_train_clusters_parser_builds_the_config(
     args = parser.parse_args(
         ["clusters", "--model", "st:default", "--clusters", str(clusters), "--out",
          str(tmp_path / "r"), "--clusters-per-step", "4", "--in-batch", "--chunk-size", "16",
-         "--lora-r", "2", "--no-lines"]
+         "--lora-r", "2"]
     )  # fmt: skip
     assert args.handler(args) == 0
     config = seen["config"]
     assert isinstance(config, ClusterTrainConfig)
     assert (config.clusters_per_step, config.in_batch, config.chunk_size) == (4, True, 16)
-    assert (config.lora_r, config.lora_alpha, config.lines) == (2, 16.0, False)
+    assert (config.lora_r, config.lora_alpha, config.lines) == (2, 16.0, False)  # no LiNeS
     assert (config.lr, config.warmup_steps, config.schedule, config.temperature) == (
         5e-5,
         100,
@@ -139,7 +139,7 @@ def test_a_killed_train_clusters_run_leaves_no_finished_looking_adapter(tmp_path
             *(sys.executable, "-m", "bindkit", "train", "clusters", "--model", "st:default"),
             *("--clusters", str(clusters), "--out", str(out), "--max-steps", "2"),
             *("--clusters-per-step", "2", "--chunk-size", "3", "--warmup-steps", "1"),
-            *("--epochs", "2", "--lr", "1e-3", "--no-lines"),
+            *("--epochs", "2", "--lr", "1e-3"),
         ]
 
     start = time.perf_counter()

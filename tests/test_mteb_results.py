@@ -39,27 +39,134 @@ def test_export_reads_back_with_mtebs_loaders(results: Path, tmp_path: Path) -> 
     assert mcq.dataset_revision == record["data"]["sha256"]
     assert mcq.get_score() == pytest.approx(record["scores"]["mcq_accuracy"], abs=1e-6)
     assert mcq.kg_co2_emissions is None and mcq.evaluation_time == record["seconds"]
-    retrieval = TaskResult.from_disk(folder / f"SABERRetrieval-{data}.json")
-    by_subset = {s["hf_subset"]: s for s in retrieval.scores["test"]}
-    nested = by_subset["nested"]["main_score"]  # to_disk rounds to 6 places
-    assert nested == pytest.approx(record["scores"]["map_nested"], abs=1e-6)
-    assert by_subset["independent"]["bindkit"]["model_fingerprint"] == folder.name
-    # the declared main score under its own key, as mteb's getters read it
-    declared = retrieval.get_score(getter=lambda s: s["map_at_1000"])
-    mean = (record["scores"]["map_independent"] + record["scores"]["map_nested"]) / 2
-    assert declared == pytest.approx(mean, abs=1e-6)
+    # seed 000 reports independent and nested mAP separately: each is a task's own score
+    for kind, score in (("Independent", "map_independent"), ("Nested", "map_nested")):
+        retrieval = TaskResult.from_disk(folder / f"SABERRetrieval{kind}-{data}.json")
+        (entry,) = retrieval.scores["test"]
+        assert entry["hf_subset"] == kind.lower()
+        assert entry["bindkit"]["model_fingerprint"] == folder.name
+        # to_disk rounds to 6 places; the declared main score under its own key as well
+        assert retrieval.get_score() == pytest.approx(record["scores"][score], abs=1e-6)
+        declared = retrieval.get_score(getter=lambda s: s["map_at_1000"])
+        assert declared == pytest.approx(record["scores"][score], abs=1e-6)
     meta = json.loads((folder / "model_meta.json").read_text())
     assert meta["name"] == "bindkit/bow" and meta["revision"] == folder.name
     assert meta["embed_dim"] == 512 and meta["n_parameters"] == 0 and meta["license"] == "mit"
     settings = [json.loads(x) for x in (folder / "run_settings.jsonl").read_text().splitlines()]
-    assert {s["task"] for s in settings} >= {f"SABERMCQ-{data}", f"SABERRetrieval-{data}"}
+    assert {s["task"] for s in settings} >= {f"SABERMCQ-{data}", f"SABERRetrievalNested-{data}"}
     assert settings[0]["version"]["mteb"] == record["libraries"]["mteb"]
 
     loaded = ResultCache(out).load_results(include_remote=False)
     (model,) = loaded.model_results
     assert model.model_name == "bindkit/bow" and model.model_revision == folder.name
     names = sorted(r.task_name for r in model.task_results)
-    assert names == ["BindkitTriplets-trip", f"SABERMCQ-{data}", f"SABERRetrieval-{data}"]
+    assert names == [
+        "BindkitTriplets-trip",
+        f"SABERMCQ-{data}",
+        f"SABERRetrievalIndependent-{data}",
+        f"SABERRetrievalNested-{data}",
+    ]
+
+
+def test_export_carries_every_score_bindkit_computed_under_mtebs_names(
+    results: Path, tmp_path: Path
+) -> None:
+    """Each subset holds every score of its bindkit result (breakdowns too), under mteb's name
+    where mteb has the metric; the subsets of a result together hold all of its scores."""
+    from bindkit.integrations.mteb_results import MTEB_NAMES
+
+    out = tmp_path / "mteb"
+    export_mteb(results, out)
+    for path in [p for p in results.rglob("*.json") if "mteb" not in p.parts]:
+        record = json.loads(path.read_text())
+        name = str(path.relative_to(results))
+        entries = [
+            entry
+            for file in out.rglob("*.json")
+            if file.name != "model_meta.json"
+            for entry in json.loads(file.read_text())["scores"]["test"]
+            if entry["bindkit"]["result"] == name
+        ]
+        carried = {k for e in entries for k in e if k not in ("hf_subset", "languages", "bindkit")}
+        assert set(record["scores"]) <= carried, set(record["scores"]) - carried
+        for entry in entries:
+            for bindkit_name, mteb_name in MTEB_NAMES.items():
+                if bindkit_name in entry:
+                    assert entry[mteb_name] == pytest.approx(entry[bindkit_name], abs=1e-6)
+        by_subset = {e["hf_subset"]: e for e in entries}
+        if record["task"] == "saber":
+            assert by_subset["default"]["accuracy"] == pytest.approx(
+                record["scores"]["mcq_accuracy"], abs=1e-6
+            )
+            assert by_subset["default"]["mcq_accuracy_by_n"] == pytest.approx(
+                record["scores"]["mcq_accuracy_by_n"], abs=1e-6
+            )
+            nested = by_subset["nested"]
+            assert "containment_subset_above" in nested and "top4_occupancy" not in nested
+            assert by_subset["independent"]["map_at_1000"] == pytest.approx(
+                record["scores"]["map_independent"], abs=1e-6
+            )
+
+
+def test_the_export_passes_mtebs_validate_and_filter_without_registration(
+    results: Path, tmp_path: Path
+) -> None:
+    """In a fresh process (nothing registered): mteb's own load_results with
+    validate_and_filter=True keeps every file and every score, given the export's tasks."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "mteb"
+    export_mteb(results, out)
+    script = (
+        "import sys, json, mteb\n"
+        "from mteb.cache import ResultCache\n"
+        "from bindkit.integrations.mteb_results import exported_tasks\n"
+        "out = sys.argv[1]\n"
+        "tasks = exported_tasks(out)\n"
+        "names = {t.metadata.name for t in tasks}\n"
+        "assert not names & set(mteb.get_tasks.__globals__.get('_TASKS_REGISTRY', {})), names\n"
+        "plain = ResultCache(out).load_results(include_remote=False)\n"
+        "checked = ResultCache(out).load_results(\n"
+        "    tasks=tasks, include_remote=False, validate_and_filter=True)\n"
+        "(a,), (b,) = plain.model_results, checked.model_results\n"
+        "scores = lambda m: {r.task_name: r.scores for r in m.task_results}\n"
+        "assert scores(a) == scores(b) and len(scores(b)) == 4, (scores(a), scores(b))\n"
+        "print(json.dumps(sorted(scores(b))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(out)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1])[0] == "BindkitTriplets-trip"
+
+
+def test_an_export_that_mteb_would_filter_is_refused(tmp_path: Path) -> None:
+    """check_with_mteb: a file with a subset its task does not declare is not written."""
+    import mteb
+    from mteb.results import TaskResult as Result
+
+    from bindkit.integrations.mteb_results import check_with_mteb, task_for
+
+    data = {"name": "s", "source": str(tmp_path), "sha256": "0" * 64}
+    task = task_for("SABERRetrievalNested", "tt", "s", data)
+    fields = {
+        "dataset_revision": "0" * 64,
+        "task_name": task.metadata.name,
+        "mteb_version": mteb.__version__,
+        "scores": {"test": [{"hf_subset": "nested", "languages": ["eng-Latn"], "main_score": 0.5}]},
+        "evaluation_time": 0.0,
+        "kg_co2_emissions": None,
+    }
+    check_with_mteb(Result.model_validate(fields), task, tmp_path / "ok.json")
+    nested = fields["scores"]["test"][0]
+    # a subset the task does not declare: mteb would drop it
+    extra = {**fields, "scores": {"test": [nested, {**nested, "hf_subset": "x"}]}}
+    # the declared subset missing: mteb would fill it with a NaN main score
+    missing = {**fields, "scores": {"test": [{**nested, "hf_subset": "x"}]}}
+    for wrong in (extra, missing):
+        with pytest.raises(BindkitError, match="validate_and_filter_scores changes this export"):
+            check_with_mteb(Result.model_validate(wrong), task, tmp_path / "bad.json")
 
 
 def test_benchmark_result_of_the_export_has_bindkits_scores(
@@ -85,6 +192,7 @@ def test_benchmark_result_of_the_export_has_bindkits_scores(
     (row,) = table.to_dict("records")
     assert row["Model"] == "bindkit/bow" and row["Embedding Dimensions"] == 512
     assert row["VisionCentricQA"] == pytest.approx(record["scores"]["mcq_accuracy"], abs=1e-6)
+    # mteb's type column averages its tasks: the two retrieval tasks' mAPs
     mean = (record["scores"]["map_independent"] + record["scores"]["map_nested"]) / 2
     assert row["Any2AnyRetrieval"] == pytest.approx(mean, abs=1e-6)
 
@@ -101,8 +209,9 @@ def test_a_folder_and_its_hf_export_evaluated_both_export_once(
     for data in (small_saber, hf):
         evaluate(["bow"], task="saber", data=data, out=results, cache=False, report=False)
     assert len(list(results.rglob("*.json"))) == 2
-    (written, _) = export_mteb(results, tmp_path / "mteb")
-    (entry,) = [e for e in json.loads(written.read_text())["scores"]["test"]]
+    written = export_mteb(results, tmp_path / "mteb")  # MCQ, independent, nested
+    assert len(written) == 3
+    (entry,) = [e for e in json.loads(written[0].read_text())["scores"]["test"]]
     assert len(entry["bindkit"]["same_as"]) == 1
     assert {entry["bindkit"]["data"]["source"], entry["bindkit"]["same_as"][0]} != set()
 

@@ -37,8 +37,8 @@ def _trec_eval_winner(scores: dict[str, float]) -> str:
 @pytest.mark.slow
 def test_saber_in_mteb_equals_bindkit_with_minilm(small_saber: Path, tmp_path: Path) -> None:
     """mteb's own sentence-transformers wrapper on the packaged MiniLM: SABERMCQ's main score is
-    bindkit's mcq_accuracy, SABERRetrieval's map_at_1000 per subset its map_independent /
-    map_nested (mteb rounds to 5 places)."""
+    bindkit's mcq_accuracy, SABERRetrievalIndependent's and SABERRetrievalNested's map_at_1000
+    its map_independent and map_nested (mteb rounds to 5 places)."""
     from sentence_transformers import SentenceTransformer
 
     from bindkit.embed.backends.st import default_model_path
@@ -47,11 +47,12 @@ def test_saber_in_mteb_equals_bindkit_with_minilm(small_saber: Path, tmp_path: P
     tasks = mteb_tasks.saber_tasks(small_saber)
     model = SentenceTransformer(default_model_path(), device="cpu")
     got = _scores(mteb.evaluate(model, tasks, cache=None, show_progress_bar=False))
-    mcq, retrieval = (t.metadata.name for t in tasks)
+    mcq, independent_task, nested_task = (t.metadata.name for t in tasks)
     assert got[(mcq, "default")]["main_score"] == pytest.approx(ours["mcq_accuracy"], abs=1e-6)
-    independent = got[(retrieval, "independent")]["main_score"]
+    independent = got[(independent_task, "independent")]["main_score"]
     assert independent == pytest.approx(ours["map_independent"], abs=1e-5)
-    assert got[(retrieval, "nested")]["main_score"] == pytest.approx(ours["map_nested"], abs=1e-5)
+    nested = got[(nested_task, "nested")]["main_score"]
+    assert nested == pytest.approx(ours["map_nested"], abs=1e-5)
     assert 0 < ours["map_nested"] < 1
 
 
@@ -62,7 +63,7 @@ def test_mcq_ties_share_as_bindkit_and_mteb_accuracy_breaks_them_by_id(
     exactly), mteb's accuracy (Recall@1) is what trec_eval's id order makes of the same ties."""
     bow = load_embedder("bow", cache=False)
     ours = _bindkit(bow, "saber", small_saber, tmp_path / "r")
-    (mcq_task, _retrieval) = mteb_tasks.saber_tasks(small_saber)
+    (mcq_task, *_retrieval) = mteb_tasks.saber_tasks(small_saber)
     encoder = mteb_tasks.MtebEncoder(bow)
     got = _scores(mteb.evaluate(encoder, [mcq_task], cache=None, show_progress_bar=False))
     row = got[(mcq_task.metadata.name, "default")]
@@ -86,16 +87,19 @@ def test_mcq_accuracy_from_runs_shares_ties() -> None:
 
 def test_get_task_finds_registered_saber_tasks() -> None:
     names = mteb_tasks.register_defaults()
-    assert names == ["SABERMCQ", "SABERRetrieval"]
+    assert names == ["SABERMCQ", "SABERRetrievalIndependent", "SABERRetrievalNested"]
     from bindkit.tasks.base import get_task
 
     digest = get_task("saber").load(None).sha256
     mcq = mteb.get_task("SABERMCQ")
     assert mcq.metadata.type == "VisionCentricQA" and mcq.metadata.main_score == "mcq_accuracy"
     assert mcq.metadata.revision == digest and mcq.metadata.license == "mit"
-    retrieval = mteb.get_task("SABERRetrieval")
-    assert retrieval.metadata.hf_subsets == ["independent", "nested"]
-    assert retrieval.metadata.category == "t2t"
+    # one task per number seed 000 reports: a task's score is its one subset's mAP, no mean
+    for kind in ("independent", "nested"):
+        retrieval = mteb.get_task(f"SABERRetrieval{kind.title()}")
+        assert retrieval.metadata.hf_subsets == [kind]
+        assert retrieval.metadata.category == "t2t"
+        assert retrieval.metadata.main_score == "map_at_1000"
 
 
 def test_triplets_in_mteb(tmp_path: Path) -> None:
@@ -165,7 +169,7 @@ def test_image_pairings_in_mteb_equal_bindkit(tmp_path: Path) -> None:
         verbose=False,
     )
     tasks = mteb_tasks.saber_tasks(data, pairings=("it", "ti"))
-    assert [t.metadata.category for t in tasks] == ["i2t", "i2t", "t2i", "t2i"]
+    assert [t.metadata.category for t in tasks] == ["i2t"] * 3 + ["t2i"] * 3
     got = _scores(
         mteb.evaluate(mteb_tasks.MtebEncoder(clip), tasks, cache=None, show_progress_bar=False)
     )
@@ -175,7 +179,7 @@ def test_image_pairings_in_mteb_equal_bindkit(tmp_path: Path) -> None:
         mcq = got[(f"SABERMCQ{suffix}-shapes", "default")]["main_score"]
         assert mcq == pytest.approx(ours["mcq_accuracy"], abs=1e-6)
         for subset, key in (("independent", "map_independent"), ("nested", "map_nested")):
-            value = got[(f"SABERRetrieval{suffix}-shapes", subset)]["main_score"]
+            value = got[(f"SABERRetrieval{subset.title()}{suffix}-shapes", subset)]["main_score"]
             assert value == pytest.approx(ours[key], abs=1e-5), (record["pairing"], subset)
 
 

@@ -124,7 +124,7 @@ ROWS: list[Case] = [
         "sweep sweep.toml --out sw -q",
         "sweep epochs1e12 onepoint",
         2,
-        "--epochs 1000000000000: give a finite number in [1, 1000]",
+        "--epochs 1000000000000: give a finite number in (0, 1000]",
         absent=("sw/trials",),
     ),
     C(

@@ -73,7 +73,8 @@ def test_the_row_kind_is_added_and_the_texts_the_adapter_trained_on_are_kept() -
     texts = [
         [{k: r[k] for k in FIELDS} for r in training_triplets(drawn, seed, mix)]
         for mix in MIXES
-        if not set(MIXES[mix]) & set(ROLE_MAKERS)  # the mixes made before role scenes
+        # the mixes made before role scenes and seed000-1b's "full" keep their texts
+        if not set(MIXES[mix]) & set(ROLE_MAKERS) and mix != "full"
         for seed in (0, 1)
     ]
     digest = hashlib.sha256(json.dumps(texts).encode()).hexdigest()

@@ -275,7 +275,7 @@ def test_cluster_inputs_are_refused_before_the_model_loads(
     cell: str, cell_paths: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     extra, message = CLUSTER_CELLS[cell]
-    base = ["--model", "{model}", "--clusters", "{clusters}", "--out", "{out}", "--no-lines"]
+    base = ["--model", "{model}", "--clusters", "{clusters}", "--out", "{out}"]
     _refused(["train", "clusters", *_argv(base + extra, cell_paths)], message, capsys)
 
 
@@ -305,7 +305,12 @@ def test_help_shows_each_default_once_and_says_what_no_flags_do(
         text = " ".join(capsys.readouterr().out.split())
         assert text.count("(default: 5e-05)") == 1, kind  # --lr
         assert "(default: 5e-05) (default" not in text
-        assert "--no-lines write only the raw LoRA update" in text
+        lines = {
+            "triplets": "--no-lines write only the raw LoRA update",
+            "clusters": "--lines "
+            "apply LiNeS to the final adapter [bindkit's choice: seed 002 applies no LiNeS",
+        }
+        assert lines[kind] in text
         assert "--no-progress print no progress bar" in text
         for flag in ("--lora-r", "--lora-alpha", "--warmup-steps", "--chunk-size", "--seed"):
             assert flag in text
@@ -314,10 +319,15 @@ def test_help_shows_each_default_once_and_says_what_no_flags_do(
     text = " ".join(capsys.readouterr().out.split())
     # each number's allowed range is documented beside its default
     assert (
-        "--temperature TEMPERATURE InfoNCE temperature tau; in [0.001, 10] (default: 0.02)" in text
+        "--temperature TEMPERATURE InfoNCE temperature tau [seed 002 §IV-A1]; in [0.001, 10] "
+        "(default: 0.02)" in text
     )
-    assert "--lora-r LORA_R LoRA rank; in [1, 1024] (default: 8)" in text
-    assert "--epochs EPOCHS passes over the training file; in [1, 1000] (default: 1)" in text
+    assert "--lora-r LORA_R LoRA rank [seed 002 §IV-A1]; in [1, 1024] (default: 8)" in text
+    assert (
+        "--epochs EPOCHS passes over the training file; a fraction ends the last pass early "
+        "(1.5: ceil(1.5 x an epoch's batches) batches) [seed 002 §IV-A1]; in (0, 1000] "
+        "(default: 1.5)"
+    ) in text
 
 
 @pytest.mark.slow
@@ -325,7 +335,7 @@ def test_cluster_run_killed_with_sigkill_resumes_byte_identically(
     tiny_qwen2_vl: Path, files: dict[str, Path], tmp_path: Path
 ) -> None:
     base = ["--model", f"mllm:{tiny_qwen2_vl}", "--clusters", str(files["clusters"])]
-    options = ["--no-lines", "--lr", "1e-2", "--epochs", "12", "--clusters-per-step", "1",
+    options = ["--lr", "1e-2", "--epochs", "12", "--clusters-per-step", "1",
                "--warmup-steps", "3", "--chunk-size", "3", "--no-progress"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 

@@ -44,7 +44,10 @@ def _export(args: argparse.Namespace) -> int:
     for path in written:
         print(f"  {path}")
     print(
-        f"read it with mteb.ResultCache({str(args.out)!r}); for mteb's benchmark tables, "
-        "register the models first: bindkit.integrations.mteb_results.register_models(OUT)"
+        f"every file passed mteb's validate_and_filter_scores; read it with "
+        f"mteb.ResultCache({str(args.out)!r}).load_results(tasks="
+        "bindkit.integrations.mteb_results.exported_tasks(OUT), validate_and_filter=True); "
+        "for mteb's benchmark tables, register the models first: "
+        "bindkit.integrations.mteb_results.register_models(OUT)"
     )
     return 0

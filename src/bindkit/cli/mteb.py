@@ -12,8 +12,9 @@ def register(commands: Any) -> None:
         help="run mteb's own CLI (run, available-tasks, ...) with bindkit's tasks and models",
         description="mteb's command line (`mteb run`, `mteb available-tasks`, ...) with "
         "bindkit's tasks registered, since mteb has no plug-in hook for outside tasks: "
-        "SABERMCQ and SABERRetrieval (the built-in SABER set) always; SABERMCQ-NAME and "
-        "SABERRetrieval-NAME per --saber DIR (per pairing: --pairings tt,ti,it,ii, default tt); "
+        "SABERMCQ, SABERRetrievalIndependent and SABERRetrievalNested (the built-in SABER set) "
+        "always; SABERMCQ-NAME, SABERRetrievalIndependent-NAME and SABERRetrievalNested-NAME per "
+        "--saber DIR (per pairing: --pairings tt,ti,it,ii, default tt); "
         "BindkitTriplets-NAME per --triplets FILE; BindkitColorSwap / BindkitBiVLC for "
         "--colorswap DIR / --bivlc DIR. `-m bindkit/SPEC` runs any bindkit model "
         "(e.g. bindkit/st:default; its device from the spec, +device=cuda); any other -m is "

@@ -157,8 +157,10 @@ def add_clusters_parser(train: Any) -> None:
         help="LoRA finetuning with InfoNCE inside mined clusters (GradCache, multi-GPU)",
         description="Each step: B clusters from `bindkit mine`, InfoNCE whose denominator is the "
         "cluster, GradCache chunks, warm-up then linear decay; the same loop, flags, checkpoints "
-        "and outputs as `bindkit train triplets` (OUT/adapter-raw, OUT/adapter-lines, "
-        "OUT/model_card.md, OUT/train.json; a rerun resumes from OUT/checkpoint).",
+        "and outputs as `bindkit train triplets` (OUT/adapter-raw, OUT/adapter-lines with "
+        "--lines, OUT/model_card.md, OUT/train.json; a rerun resumes from OUT/checkpoint). The "
+        "defaults are seed 002's recipe; each option's help says whether the paper states its "
+        "value (and where) or bindkit chose it (and why): docs/seed-choices.md.",
     )
     add_arguments(p, ClusterTrainConfig)
     p.set_defaults(handler=_train_clusters)

@@ -135,7 +135,9 @@ class Layout:
             ``user_prompt`` (the seed's query-side reinforcement, "+ Q-Rein.").
 
     The user instruction comes before the input, as in the seed's I_query = [I_sys; I_user; x]:
-    ``"I_user\\nx"`` for a text, and ``I_user``, a newline, then the image for an image.
+    ``"I_user\\nx"`` for a text, and ``I_user``, a newline, then the image for an image. What the
+    seed leaves open (its missing template, I_user without an instruction):
+    docs/seed-choices.md#seed-002s-prompt.
     """
 
     system: frozenset[Role]

@@ -5,9 +5,11 @@ mteb 2.x offers no hook for outside tasks: no entry point group, and its CLI (``
 find a bindkit task. :func:`main` therefore runs mteb's own parser and commands
 (``mteb.cli.build_cli``) in this process after registering (:func:`register`):
 
-- the SABER tasks on the built-in set (``SABERMCQ``, ``SABERRetrieval``), always;
-- per ``--saber DIR`` and pairing (``--pairings tt,ti``, default ``tt``) ``SABERMCQ-<name>`` /
-  ``SABERRetrieval-<name>`` (``SABERMCQT2I-<name>`` ... for image pairings);
+- the SABER tasks on the built-in set (``SABERMCQ``, ``SABERRetrievalIndependent``,
+  ``SABERRetrievalNested``), always;
+- per ``--saber DIR`` and pairing (``--pairings tt,ti``, default ``tt``) ``SABERMCQ-<name>``,
+  ``SABERRetrievalIndependent-<name>``, ``SABERRetrievalNested-<name>`` (``SABERMCQT2I-<name>``
+  ... for image pairings);
 - per ``--triplets FILE`` ``BindkitTriplets-<name>``;
 - ``BindkitColorSwap`` / ``BindkitBiVLC`` for ``--colorswap DIR`` / ``--bivlc DIR`` (the Hub's
   parquet files, the scored test split);
@@ -158,7 +160,8 @@ def main(argv: Sequence[str]) -> int:
             raise
         raise BindkitError(
             f"mteb: {message.removeprefix('KeyError: ')} (bindkit's tasks: SABERMCQ, "
-            "SABERRetrieval; --saber DIR adds SABERMCQ-<name> ..., --triplets FILE "
+            "SABERRetrievalIndependent, SABERRetrievalNested; --saber DIR adds "
+            "SABERMCQ-<name> ..., --triplets FILE "
             "BindkitTriplets-<name>; `bindkit mteb available-tasks` lists them)"
         ) from None
     return 0

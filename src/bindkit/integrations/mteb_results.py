@@ -8,9 +8,17 @@ what ``mteb run --output-folder OUT`` writes and ``ResultCache(OUT)`` reads
 ``mteb:`` model keeps mteb's name and revision), its metadata from
 :mod:`bindkit.integrations.mteb_models`. Each entry holds the task's declared main score under
 its own key (``mcq_accuracy``, ``map_at_1000``, ``triplet_accuracy``) and as ``main_score``:
-bindkit's own numbers (see ``mteb_tasks`` for where mteb's pytrec_eval scores differ on ties;
-``map_at_1000`` holds bindkit's mAP, which ranks the whole gallery), with bindkit's names beside
-them. Provenance goes where mteb has fields (``dataset_revision`` = the data's sha256,
+the number seed 000 reports for it (MCQ accuracy; independent mAP and nested mAP, each its own
+task: :data:`SUBSETS`), never a mean of the two. Every score bindkit computed for the subset
+comes along, under mteb's name where mteb has the metric (:data:`MTEB_NAMES`: ``accuracy``,
+``map_at_1000``) and under bindkit's own beside it (per-N breakdowns, top-4 occupancy,
+containment, …): bindkit's numbers throughout (see ``mteb_tasks`` for where mteb's pytrec_eval
+scores differ on ties; ``map_at_1000`` holds bindkit's mAP, which ranks the whole gallery).
+Each file is checked with mteb's own ``TaskResult.validate_and_filter_scores`` against the
+bindkit task it belongs to (built from the result, no data or registration needed): a file mteb
+would filter or fill is never written; :func:`exported_tasks` gives those tasks to
+``ResultCache(OUT).load_results(tasks=..., validate_and_filter=True)``.
+Provenance goes where mteb has fields (``dataset_revision`` = the data's sha256,
 ``evaluation_time``, ``date``, library versions in ``run_settings.jsonl``; ``kg_co2_emissions``
 is null: not measured), the rest into each subset's ``bindkit`` entry.
 """
@@ -26,28 +34,52 @@ from typing import Any
 
 from bindkit.errors import BindkitError
 from bindkit.integrations.mteb_models import model_name
-from bindkit.integrations.mteb_tasks import task_name
+from bindkit.integrations.mteb_tasks import KINDS, task_name
 
 EXPORTABLE = ("saber", "triplets")
-# per bindkit task: (mteb task kind, subset, bindkit score that is the main score, the scalars kept)
-_FILES: dict[str, list[tuple[str, str, str, tuple[str, ...]]]] = {
+# per bindkit task: (mteb task kind, subset, the bindkit score that is its main score, the
+# prefixes of the bindkit scores it carries; "": every score no other row of the task takes)
+SUBSETS: dict[str, list[tuple[str, str, str, tuple[str, ...]]]] = {
     "saber": [
-        ("SABERMCQ", "default", "mcq_accuracy", ("mcq_accuracy",)),
-        ("SABERRetrieval", "independent", "map_independent", ("map_independent", "top4_occupancy")),
+        ("SABERMCQ", "default", "mcq_accuracy", ("",)),
         (
-            "SABERRetrieval",
-            "nested",
-            "map_nested",
-            (
-                "map_nested",
-                "containment_subset_above",
-                "containment_superset_above",
-                "containment_subset_above_superset",
-            ),
+            "SABERRetrievalIndependent",
+            "independent",
+            "map_independent",
+            ("map_independent", "top4_occupancy"),
         ),
+        ("SABERRetrievalNested", "nested", "map_nested", ("map_nested", "containment_")),
     ],
-    "triplets": [("BindkitTriplets", "default", "triplet_accuracy", ("triplet_accuracy",))],
+    "triplets": [("BindkitTriplets", "default", "triplet_accuracy", ("",))],
 }
+# bindkit's scores that mteb computes under another name (written under both)
+MTEB_NAMES = {
+    "mcq_accuracy": "accuracy",
+    "map_independent": "map_at_1000",
+    "map_nested": "map_at_1000",
+    "triplet_accuracy": "accuracy",
+}
+
+
+def subset_scores(task: str, scores: dict[str, Any], prefixes: tuple[str, ...]) -> dict[str, Any]:
+    """The scores of ``scores`` (one bindkit result) that one mteb subset carries: those whose
+    name starts with one of ``prefixes``; the prefix "" takes every score no other subset of
+    the task claims."""
+    claimed = [p for *_, own in SUBSETS[task] for p in own if p]
+    return {
+        name: value
+        for name, value in scores.items()
+        if any(name.startswith(p) for p in prefixes if p)
+        or ("" in prefixes and not any(name.startswith(p) for p in claimed))
+    }
+
+
+def _finite(value: Any) -> bool:
+    import math
+
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 def _model(record: dict[str, Any]) -> tuple[str, str]:
@@ -62,8 +94,6 @@ def export_problem(record: dict[str, Any]) -> str | None:
     """What keeps a (well-formed) result out of mteb's files, or None: the fields the export
     reads must be there with their types, and every score it writes a finite number (mteb's
     files are JSON, which has no NaN; a NaN main score would also rank nowhere)."""
-    import math
-
     model, data = record["model"], record["data"]
     description = model.get("description")
     if description is not None and not isinstance(description, dict):
@@ -81,11 +111,9 @@ def export_problem(record: dict[str, Any]) -> str | None:
     seconds = record.get("seconds")
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
         return f"field 'seconds' is {seconds!r}, not a number"
-    for _kind, _subset, _main, kept in _FILES.get(record["task"], []):
-        for name in kept:
-            value = record["scores"].get(name)
-            if isinstance(value, float) and not math.isfinite(value):
-                return f"score {name!r} is {value!r}; mteb's files hold finite numbers only"
+    for name, value in record["scores"].items():
+        if not _finite(value):
+            return f"score {name!r} is {value!r}; mteb's files hold finite numbers only"
     return None
 
 
@@ -134,11 +162,7 @@ def _records(results: Path, tasks: Sequence[str] | None) -> list[tuple[Path, dic
 
 # per mteb task kind: the main score its metadata declares (mteb_tasks), written beside
 # bindkit's own name for the same number
-MAIN_SCORES = {
-    "SABERMCQ": "mcq_accuracy",
-    "SABERRetrieval": "map_at_1000",
-    "BindkitTriplets": "triplet_accuracy",
-}
+MAIN_SCORES = {kind: row[2] for kind, row in KINDS.items()}
 
 
 def _same_result(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -172,6 +196,7 @@ def export_mteb(
     results, out = Path(results), Path(out)
     check_not_input(out, [results])
     files: dict[Path, dict[str, Any]] = {}
+    tasks_of: dict[Path, tuple[str, str, str | None, dict[str, Any]]] = {}
     entries: dict[tuple[Path, str], tuple[Path, dict[str, Any], dict[str, Any]]] = {}
     metas: dict[Path, dict[str, Any]] = {}
     settings: dict[Path, dict[str, dict[str, Any]]] = {}
@@ -183,7 +208,7 @@ def export_mteb(
         modalities = sorted({"text", *(["image"] if "i" in record["pairing"] else [])})
         known = metas.setdefault(folder, {"record": record, "modalities": set()})
         known["modalities"] |= set(modalities)
-        for kind, subset, main, kept in _FILES[record["task"]]:
+        for kind, subset, main, prefixes in SUBSETS[record["task"]]:
             scores = record["scores"]
             if not isinstance(scores.get(main), int | float):
                 continue  # e.g. a set without nested queries
@@ -203,13 +228,16 @@ def export_mteb(
                 first_entry["bindkit"]["same_as"].append(str(path.relative_to(results)))
                 continue
             value = float(scores[main])
+            carried = subset_scores(record["task"], scores, prefixes)
             entry = {
                 "hf_subset": subset,
                 "languages": ["eng-Latn"],
                 "main_score": value,
                 MAIN_SCORES[kind]: value,
-                **{k: float(scores[k]) for k in kept if isinstance(scores.get(k), int | float)},
+                **{MTEB_NAMES[k]: float(v) for k, v in carried.items() if k in MTEB_NAMES},
+                **carried,
                 "bindkit": {
+                    "pairing": record["pairing"],
                     "version": record.get("bindkit_version"),
                     "result": str(path.relative_to(results)),
                     "same_as": [],
@@ -223,6 +251,7 @@ def export_mteb(
                 },
             }
             entries[(target, subset)] = (path, record, entry)
+            tasks_of[target] = (kind, record["pairing"], data_name, data)
             current = files.setdefault(
                 target,
                 {
@@ -236,8 +265,7 @@ def export_mteb(
                 },
             )
             current["scores"]["test"].append(entry)
-            if subset in ("default", "independent"):  # one record per file: count it once
-                current["evaluation_time"] += float(record.get("seconds") or 0.0)
+            current["evaluation_time"] += float(record.get("seconds") or 0.0)
             run = settings.setdefault(folder, {}).setdefault(
                 task, {"task": task, "splits": ["test"], "subsets": []}
             )
@@ -248,7 +276,9 @@ def export_mteb(
         for target, fields in files.items():
             make_dirs(target.parent)
             staged = Path(scratch) / target.name
-            TaskResult.model_validate(fields).to_disk(staged)
+            result = TaskResult.model_validate(fields)
+            check_with_mteb(result, task_for(*tasks_of[target]), target)
+            result.to_disk(staged)
             atomic_write_text(target, staged.read_text(encoding="utf-8"))
     for folder, known in metas.items():
         record = known["record"]
@@ -263,6 +293,54 @@ def export_mteb(
         lines = [json.dumps(run) for run in settings.get(folder, {}).values()]
         atomic_write_text(folder / "run_settings.jsonl", "".join(f"{x}\n" for x in lines))
     return sorted(files)
+
+
+def task_for(kind: str, pairing: str, data_name: str | None, data: dict[str, Any]) -> Any:
+    """The bindkit mteb task of an exported file, from what the result records of its data
+    (name, source, sha256): its metadata only, for mteb's checks (it loads no data)."""
+    from bindkit.integrations.mteb_tasks import kind_task
+    from bindkit.tasks.base import Dataset
+
+    dataset = Dataset(str(data["name"]), str(data["sha256"]), str(data.get("source") or ""), None)
+    return kind_task(kind, dataset, pairing, data_name)
+
+
+def check_with_mteb(result: Any, task: Any, target: Path) -> None:
+    """mteb's own ``validate_and_filter_scores`` against the file's task: every split and
+    subset the task declares is there, nothing else is (mteb would drop it), the main score is
+    a number. A failure is bindkit's bug, never the user's data: refused, not written."""
+    import math
+
+    checked = result.validate_and_filter_scores(task=task)
+    if checked.scores != result.scores or any(
+        not isinstance(s.get("main_score"), float) or not math.isfinite(s["main_score"])
+        for s in checked.scores.get("test", [])
+    ):
+        raise BindkitError(
+            f"{target}: mteb's validate_and_filter_scores changes this export (task "
+            f"{task.metadata.name}, subsets {task.hf_subsets}); please report it"
+        )
+
+
+def exported_tasks(out: str | Path) -> list[Any]:
+    """The bindkit mteb tasks of every file exported under ``out``, built from the files
+    themselves (metadata only): what ``ResultCache(out).load_results(tasks=...,
+    validate_and_filter=True)`` needs to check them, with nothing registered in mteb."""
+    from mteb.results import TaskResult
+
+    found: dict[str, Any] = {}
+    for path in sorted(Path(out).glob("results/*/*/*.json")):
+        if path.name == "model_meta.json":
+            continue
+        result = TaskResult.from_disk(path)
+        entry = result.scores["test"][0]["bindkit"]
+        kind = next(
+            k for k in sorted(KINDS, key=len, reverse=True) if result.task_name.startswith(k)
+        )
+        data_name = str(entry["data"]["name"])
+        name = data_name if result.task_name.endswith(f"-{data_name}") else None
+        found.setdefault(result.task_name, task_for(kind, entry["pairing"], name, entry["data"]))
+    return list(found.values())
 
 
 def register_models(out: str | Path) -> list[str]:

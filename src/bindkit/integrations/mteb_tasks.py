@@ -10,11 +10,14 @@ Task types (mteb 2.26's names):
   each query's 4 candidates. Main score ``mcq_accuracy`` = bindkit's ``mcq_accuracy`` (a tie in
   the top group shares the credit, 1/k); mteb's own ``accuracy`` (= Recall@1) sits beside it and
   differs only on ties: pytrec_eval orders tied documents by id, in reverse.
-- SABER retrieval → ``Any2AnyRetrieval`` over the whole gallery (every candidate of the set),
-  subsets ``independent`` and ``nested``. Main score ``map_at_1000`` (pytrec_eval): equals
-  bindkit's ``map_independent`` / ``map_nested`` when no gallery score ties a relevant
-  candidate's and every relevant candidate ranks within 1000; bindkit ranks a tie against the
-  relevant item, pytrec_eval by document id.
+- SABER retrieval → two ``Any2AnyRetrieval`` tasks over the whole gallery (every candidate of
+  the set), ``SABERRetrievalIndependent`` (subset ``independent``) and ``SABERRetrievalNested``
+  (subset ``nested``): seed 000 reports independent and nested mAP separately, so each is a
+  task's score of its own (one task with both subsets would score their mean, a number the
+  paper never reports). Main score ``map_at_1000`` (pytrec_eval): equals bindkit's
+  ``map_independent`` / ``map_nested`` when no gallery score ties a relevant candidate's and
+  every relevant candidate ranks within 1000; bindkit ranks a tie against the relevant item,
+  pytrec_eval by document id.
 - triplets → ``Reranking`` of two documents per query (positive, negative); main score
   ``triplet_accuracy`` = bindkit's (a tie counts wrong); mteb's ``accuracy`` breaks ties by id.
   (mteb's ``PairClassification`` thresholds one pair at a time, not a ranking of two.)
@@ -459,13 +462,52 @@ def _pairings(pairings: str | Sequence[str]) -> list[str]:
     return items
 
 
+# per mteb task kind of bindkit's: (bindkit task, mteb type, main score, subsets, the class)
+KINDS: dict[str, tuple[str, str, str, tuple[str, ...], type[_BindkitRetrieval]]] = {
+    "SABERMCQ": ("saber", "VisionCentricQA", "mcq_accuracy", ("default",), _SaberMCQ),
+    "SABERRetrievalIndependent": (
+        "saber",
+        "Any2AnyRetrieval",
+        "map_at_1000",
+        ("independent",),
+        _SaberRetrieval,
+    ),
+    "SABERRetrievalNested": (
+        "saber",
+        "Any2AnyRetrieval",
+        "map_at_1000",
+        ("nested",),
+        _SaberRetrieval,
+    ),
+    "BindkitTriplets": ("triplets", "Reranking", "triplet_accuracy", ("default",), _Triplets),
+}
+SABER_KINDS = tuple(k for k, row in KINDS.items() if row[0] == "saber")
+
+
+def kind_task(
+    kind: str, dataset: Dataset, pairing: str = "tt", data_name: str | None = None
+) -> AbsTaskRetrieval:
+    """The mteb task of ``kind`` (:data:`KINDS`) on ``dataset``, named by
+    :func:`task_name`."""
+    bindkit_task, mteb_type, main_score, subsets, cls = KINDS[kind]
+    meta = _metadata(
+        get_task(bindkit_task).metadata,
+        dataset,
+        name=task_name(kind, pairing, data_name),
+        kind=mteb_type,
+        pairing=pairing,
+        main_score=main_score,
+        subsets=subsets,
+    )
+    return _make(cls, meta, dataset, pairing)
+
+
 def saber_tasks(
     data: str | Path | None = None, *, pairings: str | Sequence[str] = "tt"
 ) -> list[AbsTaskRetrieval]:
-    """SABER's MCQ and retrieval as mteb tasks, one of each per pairing, on a SABER directory
-    (None: the built-in default set, text only)."""
-    task = get_task("saber")
-    dataset = _load(task, data)
+    """SABER's MCQ, independent and nested retrieval as mteb tasks, one of each per pairing, on
+    a SABER directory (None: the built-in default set, text only)."""
+    dataset = _load(get_task("saber"), data)
     data_name = None if data is None else dataset.name
     out = []
     for pairing in _pairings(pairings):
@@ -473,42 +515,14 @@ def saber_tasks(
             raise BindkitError(
                 f"mteb SABER {pairing}: {dataset.source} has no images; render it or use tt"
             )
-        meta = task.metadata
-        mcq = _metadata(
-            meta,
-            dataset,
-            name=task_name("SABERMCQ", pairing, data_name),
-            kind="VisionCentricQA",
-            pairing=pairing,
-            main_score="mcq_accuracy",
-        )
-        retrieval = _metadata(
-            meta,
-            dataset,
-            name=task_name("SABERRetrieval", pairing, data_name),
-            kind="Any2AnyRetrieval",
-            pairing=pairing,
-            main_score="map_at_1000",
-            subsets=("independent", "nested"),
-        )
-        out.append(_make(_SaberMCQ, mcq, dataset, pairing))
-        out.append(_make(_SaberRetrieval, retrieval, dataset, pairing))
+        out += [kind_task(kind, dataset, pairing, data_name) for kind in SABER_KINDS]
     return out
 
 
 def triplet_task(data: str | Path) -> AbsTaskRetrieval:
     """A triplet JSONL file (bindkit's ``triplets`` task) as an mteb ``Reranking`` task."""
-    task = get_task("triplets")
-    dataset = _load(task, data)
-    meta = _metadata(
-        task.metadata,
-        dataset,
-        name=task_name("BindkitTriplets", "tt", dataset.name),
-        kind="Reranking",
-        pairing="tt",
-        main_score="triplet_accuracy",
-    )
-    return _make(_Triplets, meta, dataset, "tt")
+    dataset = _load(get_task("triplets"), data)
+    return kind_task("BindkitTriplets", dataset, "tt", dataset.name)
 
 
 def register(tasks: Iterable[Any]) -> None:
@@ -528,7 +542,8 @@ def register(tasks: Iterable[Any]) -> None:
 
 
 def register_defaults() -> list[str]:
-    """Register ``SABERMCQ`` and ``SABERRetrieval`` (the built-in set, text→text); their names."""
+    """Register ``SABERMCQ``, ``SABERRetrievalIndependent`` and ``SABERRetrievalNested`` (the
+    built-in set, text→text); their names."""
     tasks = saber_tasks()
     register(tasks)
     return [t.metadata.name for t in tasks]

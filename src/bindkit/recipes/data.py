@@ -36,10 +36,11 @@ class RecipeData:
 def micro_batches(recipe: Recipe, rows: int) -> int:
     """The micro-batches a run of ``rows`` training triplets takes (``max_steps`` caps it)."""
     from bindkit.train.config import TrainConfig
+    from bindkit.train.trainer import epoch_micro_batches
 
     config = TrainConfig(model=recipe.model, train=__file__, out="out", **recipe.train)
     per_epoch = -(-rows // config.batch_size)
-    total = per_epoch * config.epochs
+    total = epoch_micro_batches(config.epochs, per_epoch)
     if config.max_steps is not None:
         total = min(total, config.max_steps * config.grad_accum)
     return total

@@ -63,7 +63,7 @@ from bindkit.recipes.panel import (
     read_panel,
 )
 
-LINES_RULES = ("fixed", "val-tolerance")
+LINES_RULES = ("fixed", "val-tolerance", "wang-tradeoff")
 NO_PRESERVATION = "none"
 # Panel data the recipe makes itself: its val and held-out test triplets, its SABER.
 PLACEHOLDERS = ("{val}", "{test}", "{saber}")
@@ -342,7 +342,14 @@ class Recipe:
                 raise BindkitError("lines.alpha: missing; rule fixed needs an alpha in [0, 1]")
             check_range("lines.alpha", self.lines_alpha, 0, 1)
         elif self.lines_alpha is not None:
-            raise BindkitError('lines.alpha: only with rule = "fixed" (val-tolerance picks it)')
+            raise BindkitError(
+                f'lines.alpha: only with rule = "fixed" ({self.lines_rule} picks it)'
+            )
+        if self.lines_rule == "wang-tradeoff" and self.soup is not None:
+            raise BindkitError(
+                "lines.rule wang-tradeoff: scores each run's own LiNeS sweep, and a soup has "
+                'none; use rule = "fixed" or "val-tolerance" with a [soup]'
+            )
         shipped = [*names, *([self.soup.name] if self.soup else [])]
         if self.ship is not None and self.ship not in shipped:
             raise BindkitError(

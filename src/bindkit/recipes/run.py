@@ -167,6 +167,11 @@ class _Runner:
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
         recipe = self.recipe
+        if recipe.lines_rule == "wang-tradeoff" and recipe.train.get("sts") is None:
+            raise BindkitError(
+                "lines.rule wang-tradeoff: needs a control set, the STS file of train.sts "
+                "(`bindkit fetch sts`, then --set train.sts=FILE)"
+            )
         identity = recipe_identity(recipe, self.threads)
         self.check_earlier(identity)
         self.note_versions()
@@ -182,6 +187,8 @@ class _Runner:
             saber = self.out / "saber"
             generate_saber(saber, per_n=recipe.data.saber_per_n, overwrite=True)
         runs = {run.name: self.train(run, data, lr["lr"]) for run in recipe.runs}
+        if recipe.lines_rule == "wang-tradeoff":
+            runs = {name: self.wang_tradeoff(name, run) for name, run in runs.items()}
         alphas = {name: run["lines"]["alpha"] for name, run in runs.items() if run["lines"]}
         if recipe.soup is not None:
             alphas[recipe.soup.name] = self.soup(data)
@@ -301,6 +308,33 @@ class _Runner:
                 f"set train.chunk_size = {half} (GradCache: the same gradients, less memory), "
                 f"or train.batch_size = {half} with train.grad_accum = {2 * config.grad_accum}"
             ) from None
+
+    def wang_tradeoff(self, name: str, run: dict[str, Any]) -> dict[str, Any]:
+        """Re-choose the run's LiNeS α by Wang et al.'s trade-off over the trainer's own sweep
+        (val triplets = target, STS = control) and rewrite its ``adapter-lines`` at that α."""
+        from bindkit.adapters.lines import apply_lines
+        from bindkit.recipes.select import WANG_TARGET_WEIGHT, wang_tradeoff_alpha
+
+        points = {
+            float(p["alpha"]): (float(p["val_triplet_accuracy"]), float(p["sts_spearman"]))
+            for p in run["lines"]["sweep"]
+        }
+        scores = run["scores"]
+        alpha = wang_tradeoff_alpha(
+            points, scores["raw"]["val_triplet_accuracy"], scores["base"]["sts_spearman"]
+        )
+        folder = self.out / "runs" / name
+        apply_lines(folder / "adapter-raw", folder / "adapter-lines", alpha=alpha, overwrite=True)
+        self.say(f"run `{name}`: LiNeS alpha {alpha:g} by wang-tradeoff")
+        lines = {
+            **run["lines"],
+            "alpha": alpha,
+            "beta": 1.0 - alpha,
+            "rule": "wang-tradeoff",
+            "target_weight": WANG_TARGET_WEIGHT,
+            "trainer_alpha": run["lines"]["alpha"],
+        }
+        return {**run, "lines": lines}
 
     def soup(self, data: RecipeData) -> float:
         """Average the soup's runs (raw adapters) and apply LiNeS; returns its α."""

@@ -7,11 +7,21 @@ recipe's validation triplets is within ``tolerance`` points of the raw adapter's
 ``dev-sts-slack`` is issue 18's search rule (``benchmarks/recipe/search.py``): among the α scored
 on a dev panel, the largest (the least LiNeS shrinking) whose dev STS stays within ``slack`` of
 the base model's; if none does, the α with the best dev STS.
+
+``wang-tradeoff`` is the default single-task setting of LiNeS's authors (Wang et al., ICLR 2025;
+their code's ``single_task`` method with ``apply_lines``): β = 1 − α, α from 0, 0.1, …, 1 picked
+on validation data by the largest 2 × (target accuracy / the finetuned model's) + (control
+accuracy / the base model's), a tie going to the larger α (:func:`wang_tradeoff_alpha`). Seed 000
+applies LiNeS "using the default setting of Wang et al. (2025)"; bindkit's target is the recipe's
+validation triplets and its control the trainer's STS file (``train.sts``), where the seed's
+general-capability measure is MMEB-v3 (not in bindkit).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from bindkit.errors import BindkitError
 
 
 def choose_alpha(accuracies: dict[float, float], tolerance: float) -> float:
@@ -50,6 +60,40 @@ def val_tolerance_alpha(
         accuracies[alpha] = score_panel(spec, entry, results / "results", cache=False)["val"]
     shutil.rmtree(results, ignore_errors=True)
     return choose_alpha(accuracies, tolerance)
+
+
+#: the weight of the target task in Wang et al.'s single-task trade-off (``tradeoff_target_weight``)
+WANG_TARGET_WEIGHT = 2.0
+
+
+def wang_tradeoff_alpha(
+    points: dict[float, tuple[float, float]],
+    target_raw: float,
+    control_base: float,
+    weight: float = WANG_TARGET_WEIGHT,
+) -> float:
+    """The α of ``points`` (α → (target, control) score) with the largest
+    ``weight x target / target_raw + control / control_base``; a tie goes to the larger α.
+
+    ``target_raw`` is the finetuned (α 1) model's target score, ``control_base`` the base
+    model's control score: the two normalisations of Wang et al.'s trade-off.
+
+    Example:
+        >>> points = {1.0: (0.90, 0.70), 0.5: (0.88, 0.80), 0.0: (0.60, 0.82)}
+        >>> wang_tradeoff_alpha(points, 0.90, 0.82)
+        0.5
+    """
+    if target_raw <= 0 or control_base <= 0:
+        raise BindkitError(
+            f"LiNeS wang-tradeoff: the finetuned target score ({target_raw:g}) and the base "
+            f"control score ({control_base:g}) must be positive to normalise by them"
+        )
+
+    def tradeoff(alpha: float) -> float:
+        target, control = points[alpha]
+        return weight * target / target_raw + control / control_base
+
+    return max(sorted(points, reverse=True), key=tradeoff)
 
 
 def dev_sts_slack_alpha(sts: dict[float, float], base: float, slack: float) -> float:

@@ -66,6 +66,7 @@ MIXES = {
         "everydayORB",
         "roles",
     ),
+    "full": ("full",),  # the full captions alone: seed 000's own triplets (recipe seed000-1b)
 }
 
 

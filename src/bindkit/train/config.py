@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bindkit.errors import BindkitError
+from bindkit.train.seed_values import SEED002
 
 PRECISIONS = ("auto", "fp32", "bf16")
 SCHEDULES = ("constant", "linear")
@@ -77,6 +78,17 @@ def _default(base: Any, name: str, value: Any) -> Any:
     return field(default=value, metadata=base.__dataclass_fields__[name].metadata)
 
 
+def _seed002(name: str, metadata: Any = None) -> Any:
+    """Field ``name`` with seed 002's default (:data:`~bindkit.train.seed_values.SEED002`), its
+    help ending with where the value comes from; ``metadata``: a new field's, else the loop's
+    (docs/seed-choices.md#seed-002s-training-recipe-bindkit-train-clusters)."""
+    source = SEED002[name]
+    metadata = metadata or BaseTrainConfig.__dataclass_fields__[name].metadata
+    keys = ("help", "negative") if isinstance(source.value, bool) else ("help",)
+    marked = {k: f"{metadata[k]} [{source.label}]" for k in keys if k in metadata}
+    return field(default=source.value, metadata={**metadata, **marked})
+
+
 @dataclass(kw_only=True)
 class BaseTrainConfig:
     """The options of the training loop, shared by every objective (``bindkit train KIND``)."""
@@ -113,13 +125,30 @@ class BaseTrainConfig:
         default=0, metadata=_help("optimizer steps of linear learning-rate warm-up", STEPS)
     )
     # at most 1000: the plan seeds epoch e of seed s with s·1000 + e, distinct for e < 1000
-    epochs: int = field(default=1, metadata=_help("passes over the training file", Range(1, 1000)))
+    epochs: float = field(
+        default=1,
+        metadata=_help(
+            "passes over the training file; a fraction ends the last pass early (1.5: "
+            "ceil(1.5 x an epoch's batches) batches)",
+            Range(0, 1000, low_open=True),
+            whole_or_fraction=True,
+        ),
+    )
     max_steps: int | None = field(
         default=None,
         metadata=_help("stop after this many optimizer steps (default: all)", Range(1, 1_000_000)),
     )
     grad_accum: int = field(
         default=1, metadata=_help("micro-batches per optimizer step", Range(1, 1024))
+    )
+    max_length: int | None = field(
+        default=None,
+        metadata=_help(
+            "token limit of every input the run embeds (training batches, val and STS scores): "
+            "longer texts are cut; the model's own limit when that is lower (unset: the "
+            "model's own)",
+            Range(1, 1 << 20),
+        ),
     )
     chunk_size: int = field(
         default=0,
@@ -234,6 +263,8 @@ class BaseTrainConfig:
                 raise BindkitError(f"{flag} {value}: give a whole number {allowed}")
             if not math.isfinite(value) or value not in allowed:
                 raise BindkitError(f"{flag} {value}: give a finite number {allowed}")
+        if float(self.epochs).is_integer():  # 1.0 and 1 are one run (one identity)
+            self.epochs = int(self.epochs)
         self.check_modes()
         from bindkit.hub.read import local_path
 
@@ -272,15 +303,18 @@ class BaseTrainConfig:
         sweeping = self.lines and self.lines_alpha is None
         return [
             ("preserve_relational", "--preserve FILE", preserving),
-            ("lines_alpha", "LiNeS (drop --no-lines)", self.lines),
+            ("lines_alpha", f"LiNeS ({self._lines_flag()})", self.lines),
             (
                 "lines_tolerance",
-                "the LiNeS alpha sweep (no --lines-alpha, no --no-lines)",
+                f"the LiNeS alpha sweep (no --lines-alpha; {self._lines_flag()})",
                 sweeping,
             ),
             ("attn_tau", "--attn-loss", self.attn_loss),
             ("attn_weight", "--attn-loss", self.attn_loss),
         ]
+
+    def _lines_flag(self) -> str:
+        return "drop --no-lines" if _field_default(type(self), "lines") else "--lines"
 
     def record(self) -> dict[str, Any]:
         """The options as written into the model card and checkpoints."""
@@ -333,30 +367,46 @@ class TrainConfig(BaseTrainConfig):
 
 @dataclass(kw_only=True)
 class ClusterTrainConfig(BaseTrainConfig):
-    """Options of ``bindkit train clusters`` (seed 002's recipe as defaults: LoRA r 8, α 16,
-    AdamW 5e-5 without weight decay, 100 warm-up steps then linear decay, τ 0.02, GradCache)."""
+    """Options of ``bindkit train clusters``: seed 002's recipe as defaults. Each default that
+    bindkit sets for it says in its help where it comes from: the paper's section (LoRA r 8, AdamW
+    5e-5, linear schedule after 100 warm-up steps, τ 0.02, max length 1024, 1.5 epochs, 448 x 448
+    training images, GradCache, B 256) or bindkit's reason (α 16, weight decay 0, chunk size,
+    no LiNeS); :data:`bindkit.train.seed_values.SEED002` holds them, and
+    docs/seed-choices.md#seed-002s-training-recipe-bindkit-train-clusters lists them."""
 
     DATA_FIELDS: ClassVar[tuple[str, ...]] = ("clusters", "val", "sts", "preserve")
     OBJECTIVE: ClassVar[str] = "clusters"
 
     clusters: str = field(metadata=_help("cluster JSONL file, as `bindkit mine` writes it"))
-    clusters_per_step: int = field(
-        default=8,
-        metadata=_help(
-            "B, clusters per device per micro-batch (effective batch B·(k+1) pairs)", BATCH
+    clusters_per_step: int = _seed002(
+        "clusters_per_step",
+        _help("B, clusters per device per micro-batch (effective batch B·(k+1) pairs)", BATCH),
+    )
+    temperature: float = _seed002("temperature", _help("InfoNCE temperature tau", TEMPERATURE))
+    in_batch: bool = _seed002(
+        "in_batch",
+        _help("the baseline: every positive of the global batch is a negative"),
+    )
+    image_size: int = _seed002(
+        "image_size",
+        _help(
+            "training images squashed to SIZE x SIZE, then through the model family's resizes "
+            "and image processor at that size (a multiple of its patch grid); val, STS and "
+            "later evaluation keep the model's own resolution (0: no resize)",
+            Range(0, 16384),
         ),
     )
-    temperature: float = field(default=0.02, metadata=_help("InfoNCE temperature tau", TEMPERATURE))
-    in_batch: bool = field(
-        default=False,
-        metadata=_help("the baseline: every positive of the global batch is a negative"),
-    )
-    weight_decay: float = _default(BaseTrainConfig, "weight_decay", 0.0)
-    schedule: str = _default(BaseTrainConfig, "schedule", "linear")
-    warmup_steps: int = _default(BaseTrainConfig, "warmup_steps", 100)
-    chunk_size: int = _default(BaseTrainConfig, "chunk_size", 32)
-    lora_r: int = _default(BaseTrainConfig, "lora_r", 8)
-    lora_alpha: float = _default(BaseTrainConfig, "lora_alpha", 16.0)
+    lr: float = _seed002("lr")
+    weight_decay: float = _seed002("weight_decay")
+    schedule: str = _seed002("schedule")
+    warmup_steps: int = _seed002("warmup_steps")
+    epochs: float = _seed002("epochs")
+    max_length: int | None = _seed002("max_length")
+    chunk_size: int = _seed002("chunk_size")
+    lora_r: int = _seed002("lora_r")
+    lora_alpha: float = _seed002("lora_alpha")
+    lora_dropout: float = _seed002("lora_dropout")
+    lines: bool = _seed002("lines")
 
 
 # what writes each data file, for its "file not found"
@@ -374,6 +424,16 @@ def _flag(name: str) -> str:
 
 def _field_default(config: type[BaseTrainConfig], name: str) -> Any:
     return next(f.default for f in dataclasses.fields(config) if f.name == name)
+
+
+def _whole_or_fraction(text: str) -> int | float:
+    """``--epochs 2`` as 2, ``--epochs 1.5`` as 1.5: a whole count keeps its integer form (in
+    messages, and in the run identity of runs made before fractions were allowed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number such as 1 or 1.5") from None
+    return int(value) if value.is_integer() else value
 
 
 def _base_type(kind: Any) -> Any:
@@ -426,7 +486,7 @@ def add_arguments(
         parser.add_argument(
             flag,
             dest=f.name,
-            type=_base_type(kind),
+            type=_whole_or_fraction if f.metadata.get("whole_or_fraction") else _base_type(kind),
             required=required,
             default=default,
             choices=f.metadata.get("choices"),

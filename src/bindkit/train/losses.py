@@ -286,8 +286,9 @@ class ClusterInfoNCELoss(nn.Module):  # type: ignore[misc]
     """InfoNCE inside mined clusters (seed 002, §III-C3), or the in-batch baseline.
 
     ``L = mean_i −log( exp(q_i·d_i/τ) / Σ_{j ∈ C(i)} exp(q_i·d_j/τ) )`` where C(i) is pair i's
-    cluster (``in_batch``: every pair of the global batch). τ = 0.02 as in the seed and VLM2Vec;
-    with B clusters of k+1 pairs per step the effective batch is B·(k+1).
+    cluster (``in_batch``: every pair of the global batch). τ = 0.02 as in the seed (§IV-A1) and
+    VLM2Vec; with B clusters of k+1 pairs per step the effective batch is B·(k+1)
+    (docs/seed-choices.md#seed-002s-training-recipe-bindkit-train-clusters).
 
     Inputs: ``queries`` and ``documents`` ``[n, dim]`` L2-normalised (row i of ``documents`` is
     query i's positive), ``groups`` ``[n]`` cluster ids. Needs a sampler that keeps each cluster

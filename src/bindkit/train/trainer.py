@@ -63,19 +63,32 @@ SWEEP = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 SCHEMA = "bindkit.train/2"
 
 
+def epoch_micro_batches(epochs: float, per_epoch: int) -> int:
+    """Micro-batches of ``epochs`` passes of ``per_epoch`` micro-batches: a fractional pass
+    rounds up, as transformers' Trainer does (``ceil(num_train_epochs x steps per epoch)``).
+
+    Example:
+        >>> epoch_micro_batches(1.5, 7), epoch_micro_batches(2, 7), epoch_micro_batches(1.1, 50)
+        (11, 14, 55)
+    """
+    # round first: 1.1 x 50 is 55.00000000000001 in floats, 55 micro-batches, not 56
+    return math.ceil(round(epochs * per_epoch, 9))
+
+
 @dataclass
 class Plan:
     """The micro-batches of one run: which units (triplets, clusters) each rank sees, in order.
 
     Epoch ``e``'s order is a permutation seeded by ``seed`` and ``e`` alone, built when the run
     reaches it: a run stopped by ``--max-steps`` builds only the epochs it trains (``--epochs``
-    never costs memory or time up front), and a resumed run sees the same batches.
+    never costs memory or time up front), and a resumed run sees the same batches. Fractional
+    ``epochs`` run :func:`epoch_micro_batches` micro-batches: the last epoch is cut part-way.
     """
 
     rows: int
     batch_size: int
     world: int
-    epochs: int
+    epochs: float
     seed: int
     _epoch: int = field(default=-1, init=False, repr=False)
     _batches: list[list[int]] = field(default_factory=list, init=False, repr=False)
@@ -93,8 +106,8 @@ class Plan:
 
     @property
     def total(self) -> int:
-        """Micro-batches of every epoch."""
-        return self.epochs * self.per_epoch
+        """Micro-batches of every epoch (the last one cut when ``epochs`` is fractional)."""
+        return epoch_micro_batches(self.epochs, self.per_epoch)
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         """Epoch ``epoch``'s global micro-batches (the last one built is kept)."""
@@ -115,7 +128,8 @@ class Plan:
     @property
     def order(self) -> list[list[int]]:
         """Every micro-batch of every epoch (built in full: for tests and small plans)."""
-        return [b for epoch in range(self.epochs) for b in self.epoch_batches(epoch)]
+        epochs = range(math.ceil(self.epochs))
+        return [b for epoch in epochs for b in self.epoch_batches(epoch)][: self.total]
 
     def shard(self, micro: int, rank: int) -> list[int]:
         """Rank ``rank``'s units of global micro-batch ``micro``."""
@@ -158,6 +172,39 @@ def load_trainable(spec: str, device: str | None) -> Any:
             f"--model {spec}: already carries an adapter; train from the base model spec"
         )
     return embedder
+
+
+def limit_tokens(embedder: Any, max_length: int | None) -> int | None:
+    """Cut every input the run embeds at ``max_length`` tokens, or at the model's own limit
+    when that is lower (``--max-length``); returns the limit in force (None: unchanged).
+
+    Set before anything is embedded, so the model's description records it.
+
+    Raises:
+        BindkitError: the embedder has no token limit to set.
+    """
+    if max_length is None:
+        return None
+    if isinstance(getattr(embedder, "max_length", None), int):  # multimodal LLMs
+        embedder.max_length = min(embedder.max_length, max_length)
+        return int(embedder.max_length)
+    model: Any = getattr(embedder, "model", None)
+    if isinstance(getattr(model, "max_seq_length", None), int):  # sentence-transformers
+        model.max_seq_length = min(model.max_seq_length, max_length)
+        return int(model.max_seq_length)
+    raise BindkitError(
+        f"--max-length {max_length}: {embedder.spec} has no token limit to set; drop --max-length"
+    )
+
+
+def fix_image_size(embedder: Any, size: int) -> None:
+    """Training images at ``size`` x ``size`` (``--image-size``): the model's
+    ``fix_image_size`` squashes each image to that size and sets its resizes and image
+    processor to keep it. A model without images has none to resize (text clusters train as
+    they are); an image file in such a run fails where it is embedded."""
+    fix = getattr(embedder, "fix_image_size", None)
+    if fix is not None and "image" in embedder.modalities:
+        fix(size)
 
 
 @dataclass
@@ -205,7 +252,8 @@ def check_inputs(config: BaseTrainConfig, *, reuse: bool = False) -> Inputs:
     val = read_triplets(config.val) if config.val else None
     if config.lines and config.lines_alpha is None and val is None:
         raise BindkitError(
-            "LiNeS: give --val to choose its alpha, or --lines-alpha A, or --no-lines"
+            "LiNeS: give --val to choose its alpha, or --lines-alpha A, or "
+            + ("--no-lines" if isinstance(config, TrainConfig) else "drop --lines")
         )
     sts = None
     if config.sts:
@@ -417,6 +465,9 @@ class _Run:
         config = self.config
         device = None if self.state.device.type == "cpu" else str(self.state.device)
         embedder = load_trainable(config.model, device)
+        limit_tokens(embedder, config.max_length)
+        if isinstance(config, ClusterTrainConfig) and config.image_size:
+            fix_image_size(embedder, config.image_size)
         self.embedder = embedder
         started = time.perf_counter()
         before = self.scores(embedder)

@@ -48,6 +48,27 @@ class ImagedMLLM(PromptedMLLM):
                     f"min_pixels={stage.min_pixels} exceeds max_pixels={stage.max_pixels}"
                 )
 
+    def fix_image_size(self, size: int) -> None:
+        """Embed every image at ``size`` x ``size`` pixels from now on (training, seed 002
+        §IV-A1: "resized to a fixed 448×448 resolution during training"): each image is
+        squashed to that square (bicubic), and the family's resizes and its image processor are
+        bounded to exactly ``size``² pixels, so they keep it. Changes nothing but images.
+
+        Raises:
+            BindkitError: ``size`` is not a multiple of the model's patch grid (the processor
+                would round it), or the checkpoint has no vision tower.
+        """
+        if self.image_processor is None:
+            raise BindkitError(f"{self.spec}: this checkpoint has no vision tower")
+        grid = int(self.image_processor.patch_size) * int(self.image_processor.merge_size)
+        if size % grid:
+            raise BindkitError(
+                f"--image-size {size}: not a multiple of {self.spec}'s patch grid ({grid} "
+                f"pixels), which would round it; use {max(grid, size // grid * grid)}"
+            )
+        self._setup_images(size * size, size * size)
+        self.square = size
+
     def _image_processor(self, name: str, min_pixels: int | None, max_pixels: int | None) -> Any:
         from transformers import Qwen2VLImageProcessorPil
 
