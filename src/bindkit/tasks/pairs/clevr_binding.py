@@ -21,17 +21,13 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from bindkit._io import sha256_file
-from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.metrics.pairwise import beats, rowdot
 from bindkit.tasks import _images
 from bindkit.tasks._files import need_file, read_text
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.pairs._binding import BindingItem, BindingTask
 from bindkit.tasks.pairs._koishigarina import (
     SPLITS,
     Binding,
@@ -103,14 +99,7 @@ def read_labels(path: Path) -> tuple[list[str], list[Binding]]:
     return files, labels
 
 
-def binding_scores(
-    images: np.ndarray, positives: np.ndarray, negatives: np.ndarray, ties: Any
-) -> np.ndarray:
-    """Per image: credit for its positive caption over its negative one (unit vectors)."""
-    return beats(rowdot(images, positives), rowdot(images, negatives), ties)
-
-
-class ClevrBinding(Task):
+class ClevrBinding(BindingTask):
     metadata = TaskMetadata(
         name="clevr_binding",
         description="CLEVR-binding: two coloured solids; the caption above its colour-swapped "
@@ -141,12 +130,9 @@ class ClevrBinding(Task):
             data.name, sha256_file(labels_file), str(data), payload, SPLITS, has_images=True
         )
 
-    def default_subsets(self, dataset: Dataset) -> tuple[str, ...]:
-        return ("test",)
-
-    def evaluate(
-        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
-    ) -> dict[str, Any] | None:
+    def binding_items(
+        self, dataset: Dataset, subset: str, ctx: EvalContext
+    ) -> tuple[list[BindingItem], dict[str, int]]:
         data: ClevrData = dataset.payload
         known = caption_list()
         items = []
@@ -154,32 +140,15 @@ class ClevrBinding(Task):
             positive = canonical(data.labels[i], known)
             negative = canonical(attributes_swapped(data.labels[i]), known)
             assert positive is not None and negative is not None  # read_labels checked them
-            items.append((i, positive, negative))
+            items.append((data.files[i], caption(positive), caption(negative)))
         counts = {"items": len(items)}
         items = [x for x in items if x[1] != x[2]]  # one colour twice: no negative
         counts["same_colour"] = counts["items"] - len(items)
-        names = [data.files[i] for i, _, _ in items]
+        names = [name for name, _, _ in items]
         mask = _images.present(names, data.image_root, f"clevr_binding {subset}", PUBLISHED, ctx)
         counts["missing_images"] = int((~mask).sum())
-        items = [x for x, ok in zip(items, mask, strict=True) if ok]
-        if not items:
-            return None
-        pictures = embedder.embed_images(
-            _images.refs([data.files[i] for i, _, _ in items], data.image_root),
-            role="query",
-            instruction=self.query_instruction(subset, ctx),
-        )
-        texts = embedder.embed_texts(
-            [caption(p) for _, p, _ in items] + [caption(n) for _, _, n in items],
-            role="document",
-            instruction=self.document_instruction(subset, ctx),
-        )
-        n = len(items)
-        credit = binding_scores(pictures, texts[:n], texts[n:], self.metadata.ties)
-        counts["scored"] = n
-        ids = [data.files[i] for i, _, _ in items]
-        return {
-            "scores": {"accuracy": float(credit.mean())},
-            "counts": counts,
-            "per_query": {"metric": "correct", "ids": ids, "values": credit.tolist()},
-        }
+        kept = [x for x, ok in zip(items, mask, strict=True) if ok]
+        refs = _images.refs([name for name, _, _ in kept], data.image_root)
+        return [
+            BindingItem(name, ref, p, n) for (name, p, n), ref in zip(kept, refs, strict=True)
+        ], counts

@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from bindkit._io import sha256_bytes, sha256_file
-from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.metrics.pairwise import beats, rowdot
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_csv_rows, read_parquet_rows
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.pairs._binding import BindingItem, BindingTask
 
 LABELS = "labels.csv"
 COLUMNS = ("character_name", "character2_name", "character_texture", "character2_texture")
@@ -104,7 +103,7 @@ def parquet_images(cells: list[tuple[Path, int]], where: str) -> list[Any]:
     return [out[c] for c in cells]
 
 
-class PugSpar(Task):
+class PugSpar(BindingTask):
     metadata = TaskMetadata(
         name="pug_spar",
         description="PUG:SPAR: two textured animals; the caption above the one with the animals "
@@ -135,9 +134,13 @@ class PugSpar(Task):
         payload = PugSparData(rows, subsets, root if folder is not None else None)
         return Dataset(data.name, digest, str(data), payload, tuple(SUBSETS), has_images=True)
 
-    def evaluate(
-        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
-    ) -> dict[str, Any] | None:
+    def default_subsets(self, dataset: Dataset) -> tuple[str, ...]:
+        """Both texture pairs: the script reports each."""
+        return dataset.subsets
+
+    def binding_items(
+        self, dataset: Dataset, subset: str, ctx: EvalContext
+    ) -> tuple[list[BindingItem], dict[str, int]]:
         data: PugSparData = dataset.payload
         chosen = data.subsets[subset]
         counts = {"items": len(chosen)}
@@ -152,26 +155,7 @@ class PugSpar(Task):
             )
         else:
             images = parquet_images([data.rows[i]["image"] for i in chosen], where)
-        if not chosen:
-            return None
-        pictures = embedder.embed_images(
-            images, role="query", instruction=self.query_instruction(subset, ctx)
-        )
-        pairs = [captions(data.rows[i]) for i in chosen]
-        texts = embedder.embed_texts(
-            [p for p, _ in pairs] + [n for _, n in pairs],
-            role="document",
-            instruction=self.document_instruction(subset, ctx),
-        )
-        n = len(chosen)
-        credit = beats(rowdot(pictures, texts[:n]), rowdot(pictures, texts[n:]), "share")
-        counts["scored"] = n
-        return {
-            "scores": {"accuracy": float(credit.mean())},
-            "counts": counts,
-            "per_query": {
-                "metric": "correct",
-                "ids": [f"row{i}" for i in chosen],
-                "values": credit.tolist(),
-            },
-        }
+        return [
+            BindingItem(f"row{i}", image, *captions(data.rows[i]))
+            for i, image in zip(chosen, images, strict=True)
+        ], counts

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bindkit._io import sha256_file
-from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.metrics.pairwise import beats, rowdot
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_csv_rows
-from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
+from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
+from bindkit.tasks.pairs._binding import BindingItem, BindingTask
 from bindkit.tasks.pairs._koishigarina import (
     SPLITS,
     Binding,
@@ -85,7 +83,7 @@ def read_pug_spare(path: Path) -> tuple[list[str], list[Binding], list[Binding]]
     return files, labels, listed
 
 
-class PugSpare(Task):
+class PugSpare(BindingTask):
     metadata = TaskMetadata(
         name="pug_spare",
         description="PUG:SPARE: two textured animals; the caption above its texture-swapped "
@@ -115,56 +113,32 @@ class PugSpare(Task):
         digest = sha256_file(data / LABELS)
         return Dataset(data.name, digest, str(data), payload, SPLITS, has_images=True)
 
-    def default_subsets(self, dataset: Dataset) -> tuple[str, ...]:
-        return ("test",)
-
-    def evaluate(
-        self, embedder: Embedder, dataset: Dataset, subset: str, pairing: str, ctx: EvalContext
-    ) -> dict[str, Any] | None:
+    def binding_items(
+        self, dataset: Dataset, subset: str, ctx: EvalContext
+    ) -> tuple[list[BindingItem], dict[str, int]]:
         data: PugSpareData = dataset.payload
         rows = data.splits[subset]
         counts = {"items": len(rows), "repeated": repeats(rows)}
+        ids = occurrence_ids(rows)
         names = [data.files[i] for i in rows]
         mask = _images.present(names, data.image_root, f"pug_spare {subset}", PUBLISHED, ctx)
         counts["missing_images"] = int((~mask).sum())
-        rows = [i for i, ok in zip(rows, mask, strict=True) if ok]
-        if not rows:
-            return None
-        captions = [caption(b) for b in bindings(data, rows)]
-        pictures = embedder.embed_images(
-            _images.refs([data.files[i] for i in rows], data.image_root),
-            role="query",
-            instruction=self.query_instruction(subset, ctx),
-        )
-        texts = embedder.embed_texts(
-            captions[0::2] + captions[1::2],
-            role="document",
-            instruction=self.document_instruction(subset, ctx),
-        )
-        n = len(rows)
-        credit = beats(rowdot(pictures, texts[:n]), rowdot(pictures, texts[n:]), "wrong")
-        counts["scored"] = n
-        return {
-            "scores": {"accuracy": float(credit.mean())},
-            "counts": counts,
-            "per_query": {
-                "metric": "correct",
-                "ids": occurrence_ids(rows),
-                "values": credit.tolist(),
-            },
-        }
+        kept = [(i, key) for i, key, ok in zip(rows, ids, mask, strict=True) if ok]
+        refs = _images.refs([data.files[i] for i, _ in kept], data.image_root)
+        items = []
+        for (i, key), ref in zip(kept, refs, strict=True):
+            positive, negative = bindings(data, i)
+            items.append(BindingItem(key, ref, caption(positive), caption(negative)))
+        return items, counts
 
 
-def bindings(data: PugSpareData, rows: list[int]) -> list[Binding]:
-    """Per row its positive and its negative binding, interleaved, as the caption list holds
-    them (read_pug_spare checked that it holds both)."""
-    out: list[Binding] = []
-    for i in rows:
-        for label in (data.labels[i], attributes_swapped(data.labels[i])):
-            listed = canonical(label, data.known)
-            assert listed is not None
-            out.append(listed)
-    return out
+def bindings(data: PugSpareData, row: int) -> tuple[Binding, Binding]:
+    """The row's positive and negative binding as the caption list holds them (read_pug_spare
+    checked that it holds both)."""
+    positive = canonical(data.labels[row], data.known)
+    negative = canonical(attributes_swapped(data.labels[row]), data.known)
+    assert positive is not None and negative is not None
+    return positive, negative
 
 
 def occurrence_ids(rows: list[int]) -> list[str]:
