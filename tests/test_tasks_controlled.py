@@ -13,6 +13,7 @@ same vectors.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import random
 from pathlib import Path
@@ -34,8 +35,10 @@ COLOURS = ["blue", "gray", "brown", "cyan", "green", "purple", "red", "yellow"]
 SHAPES = ["cube", "sphere", "cylinder"]
 
 
-def _png(path: Path, rgb: tuple[int, int, int] = (128, 128, 128)) -> None:
+def _png(path: Path) -> None:
+    """A 4x4 PNG of one colour drawn from its file name (so a decoded image is told apart)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    rgb = tuple(hashlib.sha256(path.name.encode()).digest()[:3])
     PIL.new("RGB", (4, 4), rgb).save(path)
 
 
