@@ -269,7 +269,13 @@ def test_clevr_binding_scores_as_the_publishers_get_accuracy(tmp_path: Path, sub
         "scored": len(indices) - same,
     }
     assert 0 < expected < 1
-    mean_is_score(tmp_path / "r", record, "correct", "accuracy")
+    per_item = mean_is_score(tmp_path / "r", record, "correct", "accuracy").values
+    one_by_one = [
+        _publisher_clevr_accuracy(images[k : k + 1], texts, pos[k : k + 1], neg[k : k + 1])
+        for k in range(len(indices))
+        if pos[k] != neg[k]
+    ]
+    assert per_item.tolist() == one_by_one
 
 
 def test_clevr_binding_reads_only_the_published_vocabulary(tmp_path: Path) -> None:
@@ -435,7 +441,12 @@ def test_pug_spare_scores_as_the_publishers_get_accuracy(tmp_path: Path, subset:
     assert record["counts"]["items"] == len(indices)
     assert record["counts"]["repeated"] == len(indices) - len(set(indices))
     assert 0 < expected < 1
-    mean_is_score(tmp_path / "r", record, "correct", "accuracy")
+    per_item = mean_is_score(tmp_path / "r", record, "correct", "accuracy").values
+    one_by_one = [
+        _publisher_pug_accuracy(images[k : k + 1], texts, pos[k : k + 1], neg[k : k + 1])
+        for k in range(len(indices))
+    ]
+    assert per_item.tolist() == one_by_one
 
 
 def test_pug_spare_split_lists_rows_as_the_publisher(tmp_path: Path) -> None:
@@ -446,7 +457,7 @@ def test_pug_spare_split_lists_rows_as_the_publisher(tmp_path: Path) -> None:
     _, _, (train, val, test) = _publisher_pug_spare(tmp_path / "spare")
     dataset = get_task("pug_spare").load(tmp_path / "spare")
     assert dataset.payload.splits == {"test": test, "val": val, "train": train}
-    assert len(test) > len(set(test))
+    assert _koishigarina.repeats(test) == len(test) - len(set(test)) > 0
 
 
 def test_pug_spare_refuses_a_row_outside_the_caption_list(tmp_path: Path) -> None:
@@ -620,9 +631,10 @@ def test_pug_spar_scores_as_the_publishers_hard_negative_setting(
         for k in range(len(df))
     ]
     assert record["scores"]["accuracy"] == pytest.approx(float(np.mean(credit)), abs=1e-12)
+    per_item = mean_is_score(tmp_path / "r", record, "correct", "accuracy").values
+    assert per_item.tolist() == credit  # item by item, in the script's row order
     assert record["counts"]["items"] == len(df) == 12  # 2 worlds x 6 ordered pairs of animals
     assert 0.5 in credit  # the tie
-    mean_is_score(tmp_path / "r", record, "correct", "accuracy")
 
 
 def test_pug_spar_names_both_layouts_when_neither_is_there(tmp_path: Path) -> None:
