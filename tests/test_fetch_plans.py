@@ -330,6 +330,7 @@ def test_every_hub_part_is_pinned_or_says_so(capsys: pytest.CaptureFixture[str])
     assert pinned == {
         "imirandam/BiVLC": "0c504074819f3fa83d5d3f37018f8b43c05bda82",
         "TIGER-Lab/MMEB-eval": "2f069730be515ea60778413777816b53e2d2a697",
+        "facebook/PUG_SPAR": "c06d287045116b4ea056552d8c277ba4f9e75519",
     }
 
 

@@ -16,13 +16,16 @@ def register(commands: Any) -> None:
         "always; SABERMCQ-NAME, SABERRetrievalIndependent-NAME and SABERRetrievalNested-NAME per "
         "--saber DIR (per pairing: --pairings tt,ti,it,ii, default tt); "
         "BindkitTriplets-NAME per --triplets FILE; BindkitColorSwap / BindkitBiVLC for "
-        "--colorswap DIR / --bivlc DIR. `-m bindkit/SPEC` runs any bindkit model "
+        "--colorswap DIR / --bivlc DIR; BindkitCLEVRBinding / BindkitPUGSPAR-SUBSET / "
+        "BindkitPUGSPARE for --clevr-binding DIR / --pug-spar DIR / --pug-spare DIR. "
+        "`-m bindkit/SPEC` runs any bindkit model "
         "(e.g. bindkit/st:default; its device from the spec, +device=cuda); any other -m is "
         "mteb's. Every other argument is mteb's, e.g. "
         "`bindkit mteb run -m bindkit/st:default -t SABERMCQ --output-folder out`; "
         "`bindkit mteb run --help` shows mteb's options.",
         usage="bindkit mteb COMMAND [--saber DIR] [--pairings P,...] [--triplets FILE] "
-        "[--colorswap DIR] [--bivlc DIR] [mteb's arguments ...]",
+        "[--colorswap DIR] [--bivlc DIR] [--clevr-binding DIR] [--pug-spar DIR] "
+        "[--pug-spare DIR] [mteb's arguments ...]",
     )
     parser.add_argument(
         "arguments",

@@ -31,6 +31,16 @@ INSTRE_FTP = "ftp://ftp.irisa.fr/local/texmex/corpus/instre"
 MMEB_EVAL_REVISION = "2f069730be515ea60778413777816b53e2d2a697"  # "Delete wrong image (#2)"
 BIVLC_REVISION = "0c504074819f3fa83d5d3f37018f8b43c05bda82"
 DRIVE = "https://drive.usercontent.google.com/download?export=download&confirm=t&id="
+PUG_SPAR_REVISION = "c06d287045116b4ea056552d8c277ba4f9e75519"  # "Update README.md"
+# github.com/kdariina/CLIP-not-BoW-unimodally data_loading/{clevr,pug}.py (gdown ids), read
+# through its fork jayn2u/CLIP-not-BoW-unimodally at this commit
+KOISHIGARINA = "jayn2u/CLIP-not-BoW-unimodally@03087ddd4e09a8f6a021f5c2d7ab2b9a78bf9390"
+PUG_SPARE_WORLDS = {
+    "Desert": "1JW0sApth_vaHgMrX1zhHa-L9SZVfUF1H",
+    "Island": "17GuDFHt0z8nofC2TXDOxQnb1Wp9O4Ws4",
+    "MountainRange": "18xaLyYq1hEEUuOe6KoSKfjvHsqvMitfA",
+    "Spaceship": "1mVEg_eLWkGjeuCd3iXPbpx5MFdXgqBnu",
+}
 
 
 @dataclass(frozen=True)
@@ -425,6 +435,42 @@ SOURCES: dict[str, Plan] = {
         verified="parquet layout from the task's reader (data/*.parquet); pinned to the commit "
         "whose tree page (huggingface.co/datasets/imirandam/BiVLC/tree/0c50407…) lists "
         "data/test-0000{0,1}-of-00002-*.parquet",
+    ),
+    "clevr_binding": Plan(
+        "clevr_binding",
+        license="not stated by the publisher (CLEVR: CC BY 4.0)",
+        parts=(Url(f"{DRIVE}1u2oCAsAOJeqR-09gwflEEvVQ75Fs0eD3", "", extract=True),),
+        verified=f"the 2obj Google Drive id of CLEVRLoader.FILE_IDS ({KOISHIGARINA} "
+        "data_loading/clevr.py), unzipped into the folder as its _prepare_dataset does "
+        "(images_2obj/ and output_2obj.csv); no checksum is published and the Drive endpoint "
+        "itself is not tested",
+        note="unpinned: the publisher's Drive files carry no checksum",
+    ),
+    "pug_spare": Plan(
+        "pug_spare",
+        license="not stated; Unreal Engine NoAI assets: not for training or developing generative "
+        "AI (the publisher's README)",
+        parts=(
+            Url(f"{DRIVE}1lGkG51-wKRhiIb__NkftvOud9QXEc41e", "PUG_SPARE.csv"),
+            *(
+                Url(f"{DRIVE}{file_id}", "", extract=True, images=True)
+                for file_id in PUG_SPARE_WORLDS.values()
+            ),
+        ),
+        verified=f"Google Drive ids of PUGSPARELoader ({KOISHIGARINA} data_loading/pug.py): the "
+        "CSV, and one zip per world unzipped into the folder as its _prepare_dataset does "
+        "(<world>/ folders); no checksum is published and the Drive endpoint itself is not tested",
+        note="unpinned: the publisher's Drive files carry no checksum",
+    ),
+    "pug_spar": Plan(
+        "pug_spar",
+        license="CC BY-NC 4.0, not to be used to train generative AI models (the PUG LICENSE)",
+        parts=(Hub("facebook/PUG_SPAR", ("data/*.parquet",), revision=PUG_SPAR_REVISION),),
+        verified="parquet layout and columns from the dataset card (data/train-*, 35 shards); "
+        "pinned to the latest commit its history page lists (c06d287, after 'Upload dataset' "
+        "00bb5e2); the publisher's other copy, PUG_SPAR.tar.gz (16 GB, labels.csv + images, "
+        "github.com/facebookresearch/PUG README), has no checksum and is read as well by --data",
+        note="17 GB of parquet files, the images embedded in them",
     ),
     "mmeb": Plan(
         "mmeb",

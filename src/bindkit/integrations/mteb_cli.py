@@ -13,6 +13,9 @@ find a bindkit task. :func:`main` therefore runs mteb's own parser and commands
 - per ``--triplets FILE`` ``BindkitTriplets-<name>``;
 - ``BindkitColorSwap`` / ``BindkitBiVLC`` for ``--colorswap DIR`` / ``--bivlc DIR`` (the Hub's
   parquet files, the scored test split);
+- ``BindkitCLEVRBinding`` / ``BindkitPUGSPAR-<subset>`` / ``BindkitPUGSPARE`` for
+  ``--clevr-binding DIR`` / ``--pug-spar DIR`` / ``--pug-spare DIR`` (the subsets each
+  benchmark reports);
 - the model of ``-m bindkit/<spec>`` (any bindkit model spec, e.g. ``bindkit/st:default``):
   loaded by bindkit, served to mteb through :class:`~bindkit.integrations.mteb_tasks.
   MtebEncoder`, named ``bindkit/<spec>`` at its fingerprint, with the metadata of
@@ -43,15 +46,18 @@ class Extra:
     triplets: list[str] = field(default_factory=list)
     colorswap: list[str] = field(default_factory=list)
     bivlc: list[str] = field(default_factory=list)
+    binding: dict[str, list[str]] = field(default_factory=dict)  # bindkit task → folders
 
 
-_OPTIONS = ("--saber", "--pairings", "--triplets", "--colorswap", "--bivlc")
+BINDING = {"--clevr-binding": "clevr_binding", "--pug-spar": "pug_spar", "--pug-spare": "pug_spare"}
+_OPTIONS = ("--saber", "--pairings", "--triplets", "--colorswap", "--bivlc", *BINDING)
 
 
 def split_args(tokens: Sequence[str]) -> tuple[Extra, list[str]]:
     """bindkit's options (``--saber DIR``, ``--pairings a,b``, ``--triplets FILE``,
-    ``--colorswap DIR``, ``--bivlc DIR``, each also as ``--opt=value``; all but ``--pairings``
-    repeatable) and mteb's arguments, in order."""
+    ``--colorswap DIR``, ``--bivlc DIR``, ``--clevr-binding DIR``, ``--pug-spar DIR``,
+    ``--pug-spare DIR``, each also as ``--opt=value``; all but ``--pairings`` repeatable) and
+    mteb's arguments, in order."""
     extra, rest = Extra(), []
     values: dict[str, list[str]] = {name: [] for name in _OPTIONS}
     items = list(tokens)
@@ -73,6 +79,7 @@ def split_args(tokens: Sequence[str]) -> tuple[Extra, list[str]]:
     extra.triplets = values["--triplets"]
     extra.colorswap = values["--colorswap"]
     extra.bivlc = values["--bivlc"]
+    extra.binding = {task: values[option] for option, task in BINDING.items() if values[option]}
     if values["--pairings"]:
         extra.pairings = [p.strip() for v in values["--pairings"] for p in v.split(",") if p]
     return extra, rest
@@ -95,7 +102,13 @@ def model_argument(tokens: Sequence[str]) -> str | None:
 
 def register_tasks(extra: Extra) -> list[str]:
     """Register the tasks of ``extra`` (and the built-in SABER tasks) with mteb; their names."""
-    from bindkit.integrations.mteb_tasks import pair_task, register, saber_tasks, triplet_task
+    from bindkit.integrations.mteb_tasks import (
+        binding_tasks,
+        pair_task,
+        register,
+        saber_tasks,
+        triplet_task,
+    )
 
     tasks: list[Any] = list(saber_tasks())
     for data in extra.saber:
@@ -103,6 +116,8 @@ def register_tasks(extra: Extra) -> list[str]:
     tasks += [triplet_task(data) for data in extra.triplets]
     tasks += [pair_task("colorswap", data) for data in extra.colorswap]
     tasks += [pair_task("bivlc", data) for data in extra.bivlc]
+    for task, folders in extra.binding.items():
+        tasks += [t for data in folders for t in binding_tasks(task, data)]
     register(tasks)
     return [t.metadata.name for t in tasks]
 

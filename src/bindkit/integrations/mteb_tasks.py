@@ -29,6 +29,14 @@ Task types (mteb 2.26's names):
   ``accuracy`` / ``text_acc`` / ``image_acc`` use ``argmax``, which gives a tie to the first
   index, so a tie counts right for the first image or caption.
 
+- CLEVR-binding, PUG:SPAR and PUG:SPARE (one image, its caption and a hard negative) →
+  ``Compositionality`` with one image and two captions per item, task names
+  ``BindkitCLEVRBinding`` / ``BindkitPUGSPAR-<subset>`` / ``BindkitPUGSPARE`` (the scored
+  subset). Main score ``accuracy`` = bindkit's (the caption above the negative under the task's
+  tie rule); mteb's own ``accuracy`` for this shape asks the negative caption's closest image to
+  be a second image there is none of, so it is always 0 and is replaced; ``text_acc`` (argmax,
+  a tie counts for the caption) stays mteb's.
+
 The other benchmarks: mteb already ships SugarCrepe, Winoground and ARO (``Compositionality``),
 ROxford/RParis (``Any2AnyRetrieval``) and SICK-R (``STS``), so those stay mteb's own.
 
@@ -92,12 +100,18 @@ _DOMAINS = {
     "triplets": ["Constructed"],
     "colorswap": ["Constructed"],
     "bivlc": ["Encyclopaedic", "Constructed"],  # COCO captions and images, edited
+    "clevr_binding": ["Constructed"],
+    "pug_spar": ["Constructed"],
+    "pug_spare": ["Constructed"],
 }
 _ANNOTATIONS = {
     "saber": "algorithmic",
     "triplets": "algorithmic",
     "colorswap": "automatic-and-reviewed",
     "bivlc": "LM-generated and reviewed",
+    "clevr_binding": "derived",  # captions from the scenes' rendering labels
+    "pug_spar": "derived",
+    "pug_spare": "derived",
 }
 
 
@@ -444,6 +458,80 @@ def pair_task(task: str, data: str | Path, *, subset: str = "test") -> Any:
     attrs = {"metadata": meta, "_dataset": dataset, "_subset": subset}
     cls: type[_Pairs] = type(name, (_Pairs,), attrs)
     return cls()
+
+
+class _Binding(AbsTaskImageTextPairClassification):  # type: ignore[misc]
+    """One image, its caption and a hard negative: columns image, positive, negative."""
+
+    images_column_names = "image"
+    texts_column_names = ("positive", "negative")
+    _dataset: Dataset
+    _subset: str
+    _task: Any  # the bindkit BindingTask
+    data_loaded: bool
+
+    def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
+        if self.data_loaded:
+            return
+        from bindkit.tasks.base import EvalContext
+
+        items, _ = self._task.binding_items(self._dataset, self._subset, EvalContext())
+        pictures = [getattr(x.image, "path", x.image) for x in items]
+        columns = {
+            "image": [str(p) if isinstance(p, Path) else p for p in pictures],
+            "positive": [x.positive for x in items],
+            "negative": [x.negative for x in items],
+        }
+        table = HFDataset.from_dict(columns).cast_column("image", HFImage())
+        self.dataset = {"default": {SPLIT: table}}
+        self.data_loaded = True
+
+    def _compute_metrics(
+        self, scores: list[Any], num_images_per_sample: int, num_texts_per_sample: int
+    ) -> dict[str, float]:
+        from bindkit.metrics.pairwise import beats
+
+        counts = (num_images_per_sample, num_texts_per_sample)
+        metrics = dict(super()._compute_metrics(scores, *counts))
+        matrices = [np.asarray(s, dtype=np.float64) for s in scores]
+        ties = self._task.metadata.ties
+        credit = beats(
+            np.array([m[0, 0] for m in matrices]), np.array([m[0, 1] for m in matrices]), ties
+        )
+        return metrics | {"accuracy": float(credit.mean())}
+
+
+BINDING_TASKS = {
+    "clevr_binding": "BindkitCLEVRBinding",
+    "pug_spar": "BindkitPUGSPAR",
+    "pug_spare": "BindkitPUGSPARE",
+}
+
+
+def binding_tasks(task: str, data: str | Path) -> list[Any]:
+    """CLEVR-binding, PUG:SPAR or PUG:SPARE as mteb ``Compositionality`` tasks, one per subset the
+    benchmark reports (its ``default_subsets``: CLEVR-binding's and PUG:SPARE's test split,
+    PUG:SPAR's two texture pairs, named ``-<subset>``)."""
+    if task not in BINDING_TASKS:
+        raise BindkitError(f"mteb binding tasks: {task!r}; use one of {', '.join(BINDING_TASKS)}")
+    bindkit_task = get_task(task)
+    dataset = _load(bindkit_task, data)
+    subsets = bindkit_task.default_subsets(dataset)
+    out = []
+    for subset in subsets:
+        name = BINDING_TASKS[task] + ("" if len(subsets) == 1 else f"-{subset}")
+        meta = _metadata(
+            bindkit_task.metadata,
+            dataset,
+            name=name,
+            kind="Compositionality",
+            pairing="it",
+            main_score="accuracy",
+        )
+        attrs = {"metadata": meta, "_dataset": dataset, "_subset": subset, "_task": bindkit_task}
+        cls: type[_Binding] = type(name, (_Binding,), attrs)
+        out.append(cls())
+    return out
 
 
 def _make(

@@ -79,3 +79,24 @@ def read_parquet_rows(path: Any, columns: Sequence[str]) -> list[dict[str, Any]]
         )
     rows: list[dict[str, Any]] = table.select(list(columns)).to_pylist()
     return rows
+
+
+def read_csv_rows(path: Path, columns: Sequence[str], what: str) -> list[dict[str, str]]:
+    """Rows of a CSV file with a header line (pandas' ``read_csv`` layout), as strings; a
+    missing column or a short row is one line naming the file (and the line)."""
+    import csv
+
+    need_file(path, what)
+    reader = csv.DictReader(read_text(path).splitlines())
+    found = reader.fieldnames or []
+    missing = [c for c in columns if c not in found]
+    if missing:
+        raise DataFormatError(
+            f"{path}: no column {missing[0]!r} (found {', '.join(found) or 'none'}); pass {what}"
+        )
+    rows = []
+    for lineno, row in enumerate(reader, start=2):
+        if any(row.get(c) is None for c in columns):
+            raise DataFormatError(f"{path}:{lineno}: fewer fields than the header names")
+        rows.append({c: row[c] for c in columns})
+    return rows
