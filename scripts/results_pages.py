@@ -140,12 +140,85 @@ def read_data(data: Path = DATA) -> tuple[dict[str, Any], dict[str, dict[str, An
     return result, documents
 
 
+# `bindkit demo finetune --recipe NAME` runs whose recipe.json is committed as written
+DEMOS = {
+    "demo-binding-v1.recipe.json": "binding-v1",
+    "demo-binding-v2.recipe.json": "binding-v2",
+}
+DEMO_COMMAND = (
+    "bindkit demo finetune --recipe {name} --out DIR --sts SICK_trial.txt --scpp sugarcrepe_pp "
+    "--sugarcrepe sugarcrepe"
+)
+
+
+def demo_section(name: str, file: str, record: dict[str, Any]) -> str:
+    """A demo's table and its changes vs base with paired intervals, from the ``recipe.json``
+    its run wrote (``data/<file>``, as written)."""
+    from bindkit.demo.finetune import COLUMN_LABELS
+
+    recipe = record["identity"]["recipe"]["name"]
+    if recipe != name:
+        raise ValueError(f"{file}: a run of recipe {recipe}, not {name}")
+    table, changes = record["table"], record["changes"]
+    columns = [c for c in COLUMN_LABELS if c in table["base"]]
+    versions = ", ".join(
+        f"{k} {record['versions'][k]}"
+        for k in ("torch", "transformers", "sentence-transformers", "peft")
+    )
+    lines = [
+        f"## `{name}` on the test halves {{#{name}-test}}",
+        "",
+        f"`{DEMO_COMMAND.format(name=name)}`; {record['seconds'] / 60:.1f} min wall on 2 CPU "
+        f"cores shared with other jobs; {versions}; from `data/{file}` (the run's "
+        "`DIR/recipe.json`, as written). Every column is the fixed, hashed **test half** of its "
+        "set; the recipe was chosen on dev halves only. Unit: %.",
+        "",
+        "| | " + " | ".join(COLUMN_LABELS[c] for c in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    for row, scores in table.items():
+        lines.append(f"| {row} | " + " | ".join(f"{100 * scores[c]:.2f}" for c in columns) + " |")
+    lines += [
+        "",
+        "Change vs base in points, with its 95 % paired bootstrap interval (the same items "
+        "resampled for both models):",
+        "",
+        "| | " + " | ".join(COLUMN_LABELS[c] for c in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    for row, by_column in changes.items():
+        cells = []
+        for c in columns:
+            change = by_column.get(c)
+            if change is None:
+                cells.append("–")
+                continue
+            d, lo, hi = (100 * change[k] for k in ("delta", "low", "high"))
+            cells.append(f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]")
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"`{record['shipped']}` raw is the shipped adapter. Protocol, selection and history: "
+        "[binding-v2 search](../experiments/binding-v2-search.md).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def render(data: Path = DATA) -> dict[str, str]:
     """``{page name under docs/results/: markdown}`` from the files in ``data``."""
     result, documents = read_data(data)
     pages = {"index.md": index_page(documents), "main-job.md": main_job_page(result)}
     for name, (page, title, plot) in PAGES.items():
         pages[page] = tables_page(title, documents[name], plot)
+    demos = [
+        demo_section(name, file, json.loads((data / file).read_text(encoding="utf-8")))
+        for file, name in DEMOS.items()
+        if (data / file).is_file()
+    ]
+    if demos:  # the current demo tables first, on the finetuning page
+        head, _, rest = pages["finetune.md"].partition("\n\n")
+        pages["finetune.md"] = "\n\n".join([head, *demos, rest])
     return pages
 
 

@@ -112,3 +112,26 @@ def test_no_guide_shows_a_results_row_with_other_numbers() -> None:
         "['18.9', '30.6', '20.6', '37.8']]"
     ]
     assert _clashes(stale.replace("88.0", "88.1"), current) == []
+
+
+def test_the_demo_tables_are_their_runs_recipe_json(tmp_path: Path) -> None:
+    """The current finetune tables are made from the demos' own ``recipe.json`` (test halves,
+    each change with its paired interval): a changed score or interval changes the page, and a
+    file of another recipe is refused."""
+    data = tmp_path / "data"
+    shutil.copytree(results.DATA, data)
+    file = "demo-binding-v1.recipe.json"
+    record = json.loads((data / file).read_text())
+    page = results.render(data)["finetune.md"]
+    base = record["table"]["base"]["saber_t2t_mcq"]
+    assert f"| base | {100 * base:.2f} |" in page
+    change = record["changes"]["preserve-soup raw"]["saber_t2t_mcq"]
+    cell = f"{100 * change['delta']:+.2f} [{100 * change['low']:+.2f}, {100 * change['high']:+.2f}]"
+    assert f"| preserve-soup raw | {cell} |" in page
+    record["changes"]["preserve-soup raw"]["saber_t2t_mcq"]["low"] = 0.01
+    (data / file).write_text(json.dumps(record))
+    assert "[+1.00, " in results.render(data)["finetune.md"]
+    record["identity"]["recipe"]["name"] = "binding-v9"
+    (data / file).write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="a run of recipe binding-v9, not binding-v1"):
+        results.render(data)

@@ -34,7 +34,15 @@ SC_SUBSETS = (
     "add_att",
     "add_obj",
 )
-__all__ = ["DemoOptions", "demo_recipe", "pinned", "run_demo"]
+# the report's column titles, by panel entry name
+COLUMN_LABELS = {
+    "saber_t2t_mcq": "SABER t2t MCQ",
+    "heldout_triplets": "held-out full-caption triplets",
+    "sts_spearman": "STS Spearman",
+    **{f"scpp_{s}": f"SC++ TOT {s}" for s in SCPP_SUBSETS},
+    **{f"sc_{s}": f"SC tt {s}" for s in SC_SUBSETS},
+}
+__all__ = ["COLUMN_LABELS", "DemoOptions", "demo_recipe", "pinned", "run_demo"]
 
 
 DEMO_RECIPES = ("binding-v1", "binding-v2")  # packaged recipes of the demo's shape
@@ -185,13 +193,7 @@ def render_report(options: DemoOptions, recipe: Recipe, record: dict[str, Any]) 
     table: dict[str, dict[str, float]] = record["table"]
     counts, preserved = record["data"]["counts"], record["data"]["sentences"]
     train, alpha = recipe.train, recipe.lines_alpha
-    columns = {
-        "saber_t2t_mcq": "SABER t2t MCQ",
-        "heldout_triplets": "held-out full-caption triplets",
-        "sts_spearman": "STS Spearman",
-        **{f"scpp_{s}": f"SC++ TOT {s}" for s in SCPP_SUBSETS},
-        **{f"sc_{s}": f"SC tt {s}" for s in SC_SUBSETS},
-    }
+    columns = COLUMN_LABELS
     shown = [c for c in columns if any(c in row for row in table.values())]
     lines = [
         "# bindkit demo finetune: all-MiniLM-L6-v2, LoRA on binding triplets (CPU)",
