@@ -187,9 +187,10 @@ def main(argv: Sequence[str], *, quiet: bool = False) -> int:
         if model.startswith(PREFIX):
             register_model(model)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler()])
-    for model in models or [None]:
-        if model is not None:
-            args.model = model
+    if not models:  # a command without a model (available-tasks, ...)
+        _run(func, args, None)
+    for model in models:
+        args.model = model
         _run(func, args, model)
     return 0
 

@@ -91,7 +91,8 @@ def is_right(values: np.ndarray) -> np.ndarray:
 def is_share(values: np.ndarray) -> np.ndarray:
     """Per query: a tie share of the credit (the correct candidate tied with others first)."""
     values = np.asarray(values, np.float64)
-    return (values > TIE_EPS) & ~is_right(values)
+    shares: np.ndarray = (values > TIE_EPS) & ~is_right(values)
+    return shares
 
 
 def verdicts(a: np.ndarray, b: np.ndarray, *, credit: bool = False) -> np.ndarray:
