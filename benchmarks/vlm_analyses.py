@@ -739,13 +739,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: upper bounds of the size options (a typo never starts a day of CPU work)
+LIMITS = {
+    "threads": 1024,
+    "eval_per_n": 1000,
+    "train_per_n": 10_000,
+    "train_mcqs": 1_000_000,
+    "steps": 1_000_000,
+    "pairs": 100_000,
+    "pool_per_n": 10_000,
+    "k": 1000,
+    "clusters_per_step": 1000,
+}
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every argument before any work, one line naming the first bad one: the sizes' upper
+    bounds (argparse checked the lower ones), --seed, --model and its checkpoint folder, each
+    --adapter, and that --out can be a folder."""
+    from bindkit._checks import check_range
+    from bindkit._io import check_can_create
+    from bindkit.adapters.out import CONFIG
+
+    for name, high in LIMITS.items():
+        if hasattr(args, name):
+            check_range("--" + name.replace("_", "-"), getattr(args, name), 1, high)
+    if hasattr(args, "seed"):
+        check_range("--seed", args.seed, 0, 2**31 - 1)
+    folder, _options, adapter = checkpoint_folder(args.model)
+    if not folder.is_dir():
+        raise BindkitError(f"--model {args.model}: {folder} is not a folder")
+    for path in [*([Path(adapter)] if adapter else []), *getattr(args, "adapter", [])]:
+        if not (Path(path) / CONFIG).is_file():
+            raise BindkitError(
+                f"--adapter {path}: not a LoRA adapter folder (no {CONFIG}); give the folder "
+                "`bindkit train` or the demo wrote"
+            )
+    if args.out.exists() and not args.out.is_dir():
+        raise BindkitError(f"--out {args.out}: is a file; give a folder")
+    check_can_create(args.out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from bindkit._lock import directory_lock
     from bindkit.recipes.run import pinned
 
     args = build_parser().parse_args(argv)
     try:
-        checkpoint_folder(args.model)  # a wrong --model fails before any work
+        check_arguments(args)  # a wrong argument fails before any work
         work = args.out / args.command
         work.mkdir(parents=True, exist_ok=True)
         with directory_lock(work, f"vlm_analyses {args.command}"), pinned(args.threads):

@@ -120,6 +120,28 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_arguments(names: Sequence[str], demo: dict[str, Any], out: Path) -> None:
+    """Every argument before the first base trains, one line naming the first bad one: the
+    variant names, the demo's options (its own checks), each variant's training options (the
+    training script's checks) and --out."""
+    from bindkit._io import check_can_create
+    from bindkit._outputs import check_own_output
+    from bindkit.demo.tiny_vlm import TinyVlmDemoOptions
+
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise BindkitError(f"--only {unknown[0]}: not a variant; use one of {', '.join(VARIANTS)}")
+    if not 0 < demo["lr"] < 1:  # NaN fails too
+        raise BindkitError(f"--lr {demo['lr']}: a learning rate in (0, 1), e.g. 3e-4")
+    TinyVlmDemoOptions(out=str(out), **demo)  # --saber-per-n, --steps, --threads
+    for name in names:
+        _script().TrainConfig(**VARIANTS[name][1]).check()
+    if out.exists() and not out.is_dir():
+        raise BindkitError(f"--out {out}: is a file; give a folder for the search")
+    check_can_create(out)
+    check_own_output(out, "vlm-base-search")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="search folder (resumes)")
@@ -136,17 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         names = args.only or list(VARIANTS)
-        unknown = [n for n in names if n not in VARIANTS]
-        if unknown:
-            raise BindkitError(
-                f"--only {unknown[0]}: not a variant; use one of {', '.join(VARIANTS)}"
-            )
         demo = {
             "saber_per_n": args.saber_per_n,
             "steps": args.steps,
             "threads": args.threads,
             "lr": args.lr,
         }
+        check_arguments(names, demo, args.out)
         results = {}
         for name in names:
             results[name] = run_variant(name, VARIANTS[name][1], args.out, demo)

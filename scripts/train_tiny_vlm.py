@@ -72,13 +72,44 @@ class TrainConfig:
     threads: int = 1
 
     def check(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in ("lr", "weight_decay", "text_weight", "caption_weight", "image_weight"):
-                if value < 0:
-                    raise BindkitError(f"--{f.name.replace('_', '-')} {value}: must be >= 0")
-            elif f.name not in ("seed", "warmup") and value < 1:
-                raise BindkitError(f"--{f.name.replace('_', '-')} {value}: must be at least 1")
+        """Every option in range (finite, bounded: a typo never starts an hour of training);
+        one line naming the first bad one."""
+        from bindkit._checks import check_range
+
+        def option(name: str) -> str:
+            return "--" + name.replace("_", "-")
+
+        # (name, low, high): the bounds keep a run under a few hours on a CPU
+        bounds: list[tuple[str, float, float]] = [
+            ("seed", 0, 2**31 - 1),
+            ("per_n", 2, 10_000),
+            ("n_min", 2, 10),
+            ("n_max", 2, 10),  # the evaluation set's range (N = 2..10)
+            ("render_size", 32, 2048),
+            ("max_pixels", 64 * 64, 1024 * 1024),  # the processor's floor is 64 x 64
+            ("steps", 1, 1_000_000),
+            ("batch", 2, 4096),  # InfoNCE needs another scene in the batch
+            ("weight_decay", 0, 1),
+            ("warmup", 0, 1_000_000),
+            ("text_weight", 0, 1000),
+            ("caption_weight", 0, 1000),
+            ("image_weight", 0, 1000),
+            ("image_mcqs", 1, 4096),
+            ("hidden", 12, 4096),
+            ("layers", 1, 64),
+            ("heads", 1, 64),
+            ("vision_hidden", 1, 4096),
+            ("vision_depth", 1, 64),
+            ("vocab_size", 64, 1_000_000),  # room for Qwen's special tokens and the bytes
+            ("threads", 1, 1024),
+        ]
+        for name, low, high in bounds:
+            check_range(option(name), getattr(self, name), low, high)
+        check_range("--lr", self.lr, 0, 1, low_open=True)
+        from bindkit.saber.build import SaberOptions
+
+        # the scene draw's own checks (even --per-n, --n-min <= --n-max, its size caps)
+        SaberOptions(seed=self.seed, per_n=self.per_n, n_min=self.n_min, n_max=self.n_max).check()
         if self.hidden % (2 * self.heads) or self.hidden // self.heads < 6:
             raise BindkitError(
                 f"--hidden {self.hidden} / --heads {self.heads}: the head size must be even and "
@@ -86,6 +117,42 @@ class TrainConfig:
             )
         if self.vision_hidden % self.heads:
             raise BindkitError(f"--vision-hidden {self.vision_hidden}: a multiple of --heads")
+
+
+def check_paths(out: Path, evaluate: Path | None) -> None:
+    """``--out`` can be written (a new folder, or a tiny-vlm checkpoint to replace: other files
+    there are left alone) and ``--eval`` is a rendered SABER directory; one line each.
+    Called before any work, so a wrong path does not cost a training run."""
+    from bindkit._io import check_can_create, check_not_input
+    from bindkit._outputs import check_own_output
+    from bindkit.embed.backends.builtin import EMBEDDER_FILE
+
+    if out.exists() and not out.is_dir():
+        raise BindkitError(f"--out {out}: is a file; give a folder for the checkpoint")
+    check_can_create(out)
+    check_own_output(out, "tiny-vlm")
+    if out.is_dir() and any(out.iterdir()) and not (out / EMBEDDER_FILE).is_file():
+        raise BindkitError(
+            f"--out {out}: not empty and not a tiny-vlm checkpoint (no {EMBEDDER_FILE}); "
+            "choose a new or empty folder"
+        )
+    if evaluate is None:
+        return
+    check_not_input(out, [evaluate])
+    from bindkit.saber.io import read_saber
+
+    saber = read_saber(evaluate)  # one line when it is not a SABER directory
+    missing = [
+        item
+        for mcq in saber.mcqs
+        for item in mcq.items
+        if (path := saber.image_path(item)) is None or not path.is_file()
+    ]
+    if missing:
+        raise BindkitError(
+            f"--eval {evaluate}: not rendered ({len(missing):,} items without an image); run "
+            f"`bindkit saber render {evaluate} --backend procedural` first"
+        )
 
 
 def corpus(mcqs: Sequence[Any], seed: int) -> list[str]:
@@ -596,6 +663,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     config = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
     try:
+        config.check()
+        check_paths(args.out, args.eval)
         summary = train(config, args.out, progress=not args.quiet)
         if args.eval is not None:
             from bindkit.saber.io import read_saber

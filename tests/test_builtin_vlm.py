@@ -233,7 +233,7 @@ TINY = {
 
 def test_script_options_are_checked() -> None:
     script = _script()
-    with pytest.raises(BindkitError, match="--steps 0: must be at least 1"):
+    with pytest.raises(BindkitError, match="--steps 0: must be from 1 to 1,000,000"):
         script.TrainConfig(steps=0).check()
     with pytest.raises(BindkitError, match="--hidden 20 / --heads 4"):
         script.TrainConfig(hidden=20, heads=4).check()

@@ -28,6 +28,36 @@ def test_outcome_counts_wins_losses_and_ties_within_the_tie_rule() -> None:
     assert got.p_value == sign_test(3, 1) == 0.625
 
 
+def test_a_tie_share_is_no_win() -> None:
+    """The newcomer review's step 25: against bow, which ties all four options on every MCQ
+    (credit 1/4), a model right on 26 of 90 queries and wrong on 64 is 26 better, 0 worse and
+    64 tied, not "bow better 64 vs 26, p = 7.7e-05"; the mean A - B and its paired bootstrap
+    interval agree in sign with the sign test."""
+    a = np.array([1.0] * 26 + [0.0] * 64)
+    b = np.full(90, 0.25)
+    got = outcome(a, b, credit=True)
+    assert (got.wins, got.losses, got.ties, got.shares_a, got.shares_b) == (26, 0, 64, 0, 90)
+    assert got.p_value == sign_test(26, 0) < 1e-7
+    assert got.mean_difference == pytest.approx(26 / 90 - 0.25)
+    assert got.low < got.mean_difference < got.high and got.resamples == 10_000
+    by_value = outcome(a, b)  # AP-like scores compare by value: 0.25 above 0 counts
+    assert (by_value.wins, by_value.losses) == (26, 64) and by_value.shares_b == 0
+    # a share against a share, or against a miss: neither side is right, a tie
+    mixed = outcome(np.array([0.5, 1 / 3, 0.0, 1.0]), np.array([0.25, 0.0, 0.5, 1.0]), credit=True)
+    assert (mixed.wins, mixed.losses, mixed.ties, mixed.shares_a, mixed.shares_b) == (0, 0, 4, 2, 2)
+
+
+def test_the_interval_is_paired_bootstraps_on_a_minus_b() -> None:
+    from bindkit.metrics.paired import paired_bootstrap
+
+    rng = np.random.default_rng(3)
+    a, b = rng.random(40), rng.random(40)
+    got = outcome(a, b)
+    expected = paired_bootstrap([b], [a])
+    assert (got.mean_difference, got.low, got.high) == (expected.delta, expected.low, expected.high)
+    assert got.mean_difference == pytest.approx(float(np.mean(a - b)))
+
+
 def test_sign_test_is_the_exact_two_sided_binomial_test() -> None:
     stats = pytest.importorskip("scipy.stats")
     for wins, losses in ((0, 0), (1, 0), (9, 1), (10, 10), (108, 923), (30, 12)):
@@ -70,16 +100,20 @@ def test_hand_made_results_compare_query_by_query(tmp_path: Path) -> None:
     _result(tmp_path / "a", "m1", [1.0, 1.0, 0.0, 0.5, float("nan"), 1.0], top=[["x", "y"]] * 6)
     _result(tmp_path / "b", "m2", [0.0, 1.0, 1.0, 0.25, 1.0, 0.0], top=[["y", "x"]] * 6)
     c = compare_results(tmp_path / "a", tmp_path / "b", task="saber")
-    assert (c.result.wins, c.result.losses, c.result.ties, c.left_out) == (3, 1, 1, 1)
+    # q3 (0.5 vs 0.25): both only tied the answer with others, so neither is right: a tie
+    assert (c.result.wins, c.result.losses, c.result.ties, c.left_out) == (2, 1, 2, 1)
+    assert (c.result.shares_a, c.result.shares_b) == (1, 1)
     assert c.ids == ["q0", "q1", "q2", "q3", "q5"]  # q4 is scored by B only
     assert c.result.mean_difference == pytest.approx((1 - 0 + 0 - 1 + 0.25 + 1) / 5)
     said: list[str] = []
     written = write_comparison(c, tmp_path / "cmp", sheet=2, warn=said.append)
     assert [p.name for p in written][:3] == ["compare.md", "per_query.csv", "contact_sheet.html"]
     md = (tmp_path / "cmp" / "compare.md").read_text()
-    assert "| 5 | 3 | 1 | 1 | +0.2500 | 0.625 | 1 |" in md
+    interval = f"[{c.result.low:+.4f}, {c.result.high:+.4f}]"
+    assert f"| 5 | 2 | 1 | 2 | 1 | 1 | +0.2500 | {interval} | 1 | 1 |" in md
     csv_rows = (tmp_path / "cmp" / "per_query.csv").read_text().splitlines()
     assert csv_rows[1] == "q0,1.0,0.0,1.0,A" and csv_rows[2] == "q1,1.0,1.0,0.0,tie"
+    assert csv_rows[4] == "q3,0.5,0.25,0.25,tie"
     sheet = (tmp_path / "cmp" / "contact_sheet.html").read_text()
     assert sheet.count("<th rowspan='2'>") == 2  # the two largest differences (q0, q2 first)
     assert sheet.index(">q0<") < sheet.index(">q2<")

@@ -64,6 +64,8 @@ def test_model_argument_reads_mtebs_model_option() -> None:
     assert mteb_cli.model_argument(["run", "--model=bindkit/st:default"]) == "bindkit/st:default"
     assert mteb_cli.model_argument(["run", "-mbindkit/bow"]) == "bindkit/bow"
     assert mteb_cli.model_argument(["available-tasks"]) is None
+    two = ["run", "-m", "bindkit/bow", "-t", "A", "--model=bindkit/bow+dim=64", "-mx"]
+    assert mteb_cli.model_arguments(two) == ["bindkit/bow", "bindkit/bow+dim=64", "x"]
 
 
 def test_registered_tasks_are_among_all_of_mtebs_tasks(small_saber: Path) -> None:

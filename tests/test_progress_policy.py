@@ -57,6 +57,25 @@ def test_a_cleared_bar_shows_its_last_state_and_silent_drops_every_redraw() -> N
     assert quiet.getvalue() == "bindkit: error: x\n"
 
 
+def test_a_nested_bar_leaves_no_cursor_escape_nor_blank_line() -> None:
+    """tqdm at ``position`` 1 writes a newline, its redraw, then a cursor-up escape (the
+    sequence mteb's nested bars wrote under ``bindkit mteb -q``): off a terminal, nothing of
+    it but the bars' lines; silent, nothing at all."""
+    writes = ["\rtasks: 0/1", "\n", "\rqueries: 0/4", "\x1b[A", "", "\rqueries: 4/4", "\n"]
+    writes += ["\n", "\rranking: 0/4", "\x1b[A", "\rtasks: 1/1", "\n", "done\n"]
+    quiet = io.StringIO()
+    silent = RedrawLines(quiet, silent=True)
+    for text in writes:
+        silent.write(text)
+    assert quiet.getvalue() == "done\n"
+    out = io.StringIO()
+    stream = RedrawLines(out, interval=30, clock=Clock())
+    for text in writes:
+        stream.write(text)
+    assert "\x1b" not in out.getvalue() and "\n\n" not in out.getvalue()
+    assert out.getvalue().endswith("done\n")
+
+
 def test_line_progress_shows_a_postfix_and_a_resumed_start() -> None:
     out, clock = io.StringIO(), Clock()
     bar = LineProgress(10, "examples", unit="ex", stream=out, clock=clock, initial=4)

@@ -129,14 +129,18 @@ class LineProgress:
         print(line, file=self.stream, flush=True)
 
 
+# tqdm moves the cursor up to redraw a nested bar (``position`` > 0)
+_CURSOR_UP = "\x1b[A"
+
+
 class RedrawLines:
     """A text stream over ``stream`` (a non-terminal) that turns ``\r`` redraws into lines.
 
     tqdm redraws a bar by writing ``"\r" + bar``; off a terminal that piles thousands of
     updates into one log line. Here a redraw is written as its own line at most every
     ``interval`` seconds, the last one held back is written when the bar ends (tqdm's closing
-    ``"\n"`` or a cleared bar), and with ``silent`` every redraw is dropped. Other text passes
-    through unchanged.
+    ``"\n"`` or a cleared bar), and with ``silent`` every redraw is dropped. A nested bar's
+    cursor-up escapes are dropped. Other text passes through unchanged.
     """
 
     def __init__(
@@ -155,6 +159,9 @@ class RedrawLines:
 
     def write(self, text: str) -> int:
         with self._lock:
+            if text and not text.replace(_CURSOR_UP, ""):
+                self._after_redraw = True  # a nested bar moving the cursor: nothing off a terminal
+                return len(text)
             if text.startswith("\r"):
                 self._after_redraw = True
                 shown = text.strip()
@@ -167,8 +174,7 @@ class RedrawLines:
                     else:
                         self._held = shown
                 return len(text)
-            if self._after_redraw and text == "\n":  # tqdm ends a kept bar with a newline
-                self._after_redraw = False
+            if self._after_redraw and text == "\n":  # a kept bar's end, a nested bar's line
                 self._flush()
                 return len(text)
             if text:

@@ -12,9 +12,11 @@ def register(commands: Any) -> None:
         "compare",
         help="per-query wins/losses/ties of two results, a sign test and a contact sheet",
         description="Compare two results of one task query by query (ties: within the "
-        "project's tie rule, 1e-6): wins, losses, ties, the mean difference and an exact sign "
-        "test, printed and written to --out with a contact sheet (PNG, HTML) of the queries "
-        "that differ most.",
+        "project's tie rule, 1e-6; on a credit such as MCQ 'correct' a query is a model's only "
+        "when it is right alone, and a tie share 1/k is no win): wins, losses, ties, each "
+        "side's tie shares, the mean difference with a 95 % paired bootstrap interval and an "
+        "exact sign test, printed and written to --out with a contact sheet (PNG, HTML) of the "
+        "queries that differ most.",
     )
     cmp.add_argument("results_a", type=Path, help="results directory (--out of eval) or file")
     cmp.add_argument("results_b", type=Path, help="the other results directory or file")

@@ -38,7 +38,7 @@ def _export(args: argparse.Namespace) -> int:
         raise BindkitError("export-results --format mteb needs mteb; pip install 'bindkit[mteb]'")
     from bindkit.integrations.mteb_results import export_mteb
 
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
+    tasks = None if args.tasks is None else args.tasks.split(",")  # '' is refused, not "all"
     written = export_mteb(args.results, args.out, tasks=tasks)
     print(f"wrote {len(written)} mteb task result file(s) under {args.out}")
     for path in written:

@@ -72,6 +72,7 @@ def parse_change(text: str) -> tuple[str, Any]:
 
 def _finetune(args: argparse.Namespace) -> int:
     from bindkit._io import check_not_input
+    from bindkit._outputs import check_own_output
     from bindkit.recipes.recipe import Recipe, packaged_path, packaged_recipe
     from bindkit.recipes.run import run_recipe
 
@@ -94,6 +95,7 @@ def _finetune(args: argparse.Namespace) -> int:
         recipe = recipe.replace(**changes)
     if args.show:
         return _show(recipe, path, changes)
+    check_own_output(Path(args.out), "finetune")  # not into a synth run, a SABER set, ...
     run_recipe(
         recipe, args.out, overwrite=args.overwrite, progress=not args.quiet, threads=args.threads
     )

@@ -20,7 +20,8 @@ def register(commands: Any) -> None:
         "BindkitPUGSPARE for --clevr-binding DIR / --pug-spar DIR / --pug-spare DIR. "
         "`-m bindkit/SPEC` runs any bindkit model "
         "(e.g. bindkit/st:default; its device from the spec, +device=cuda); any other -m is "
-        "mteb's. Every other argument is mteb's, e.g. "
+        "mteb's; several -m run one after another. -q (before or after COMMAND) keeps mteb's "
+        "log to warnings and hides the bars. Every other argument is mteb's, e.g. "
         "`bindkit mteb run -m bindkit/st:default -t SABERMCQ --output-folder out`; "
         "`bindkit mteb run --help` shows mteb's options.",
         usage="bindkit mteb COMMAND [--saber DIR] [--pairings P,...] [--triplets FILE] "
@@ -43,9 +44,15 @@ def _mteb(args: argparse.Namespace) -> int:
 
     if importlib.util.find_spec("mteb") is None:
         raise BindkitError("bindkit mteb needs mteb; pip install 'bindkit[mteb]'")
+    from bindkit._progress import library_progress
+    from bindkit.cli import _quiet
     from bindkit.integrations.mteb_cli import main
 
+    # -q after COMMAND too (mteb's parser has none): where every other command takes it
+    arguments = [a for a in args.arguments if a not in ("-q", "--quiet")]
+    quiet = bool(getattr(args, "quiet", False)) or len(arguments) < len(args.arguments)
     try:
-        return main(args.arguments)
+        with _quiet(quiet), library_progress():
+            return main(arguments, quiet=quiet)
     except SystemExit as exc:  # mteb's argparse: --help, or a usage error it already printed
         return exc.code if isinstance(exc.code, int) else 2

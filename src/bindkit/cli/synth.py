@@ -7,6 +7,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# the openai backend's options and their defaults: another backend refuses any of them set
+OPENAI_ONLY: dict[str, object] = {
+    "concurrency": 8,
+    "base_url": None,
+    "llm_model": None,
+    "api_key": None,
+    "timeout": 120.0,
+    "max_retries": 5,
+    "deadline": 600.0,
+    "prompts": None,
+}
+
 
 def register(commands: Any) -> None:
     group = commands.add_parser("synth", help="synthetic text-only binding training data")
@@ -31,22 +43,41 @@ def register(commands: Any) -> None:
     gen.add_argument("--n", type=int, required=True, help="target number of accepted examples")
     gen.add_argument("--out", type=Path, required=True, help="output directory")
     gen.add_argument("--seed", type=int, default=0, help="seed of plans and splits")
-    gen.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight")
+    gen.add_argument(
+        "--concurrency",
+        type=int,
+        default=OPENAI_ONLY["concurrency"],
+        help="openai: requests in flight",
+    )
     gen.add_argument(
         "--base-url",
-        default=None,
+        default=OPENAI_ONLY["base_url"],
         help="openai: e.g. http://localhost:8000/v1 (env OPENAI_BASE_URL)",
     )
-    gen.add_argument("--llm-model", default=None, help="openai: model name (env BINDKIT_LLM_MODEL)")
-    gen.add_argument("--api-key", default=None, help="openai: key (env OPENAI_API_KEY)")
-    gen.add_argument("--timeout", type=float, default=120.0, help="openai: seconds per request")
     gen.add_argument(
-        "--max-retries", type=int, default=5, help="openai: retries on 408/429/5xx/network errors"
+        "--llm-model",
+        default=OPENAI_ONLY["llm_model"],
+        help="openai: model name (env BINDKIT_LLM_MODEL)",
+    )
+    gen.add_argument(
+        "--api-key", default=OPENAI_ONLY["api_key"], help="openai: key (env OPENAI_API_KEY)"
+    )
+    gen.add_argument(
+        "--timeout",
+        type=float,
+        default=OPENAI_ONLY["timeout"],
+        help="openai: seconds per request",
+    )
+    gen.add_argument(
+        "--max-retries",
+        type=int,
+        default=OPENAI_ONLY["max_retries"],
+        help="openai: retries on 408/429/5xx/network errors",
     )
     gen.add_argument(
         "--deadline",
         type=float,
-        default=600.0,
+        default=OPENAI_ONLY["deadline"],
         help="openai: stop when the server gave no answer for this many seconds, however many "
         "requests wait or retry (a server that accepts connections and never answers); "
         "default: 600",
@@ -66,7 +97,7 @@ def register(commands: Any) -> None:
     gen.add_argument(
         "--prompts",
         type=Path,
-        default=None,
+        default=OPENAI_ONLY["prompts"],
         help="openai: directory of prompt templates (default: packaged)",
     )
     _split_options(gen)
@@ -212,8 +243,48 @@ def _split_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_generate_options(args: argparse.Namespace) -> None:
+    """Refuse options this run would ignore: the openai backend's under another backend, and a
+    split variant (--mixed-lengths, --exclude-vocab, --drop-variants) under --no-splits.
+
+    Raises:
+        BindkitError: the first such option, named with what to do.
+    """
+    from bindkit.errors import BindkitError
+    from bindkit.synth.generate import check_options
+
+    check_options(  # an out-of-range value is named as such first
+        args.n,
+        max_attempts=args.max_attempts,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        max_failures=args.max_failures,
+        deadline=args.deadline,
+    )
+    if args.backend != "openai":
+        for dest, default in OPENAI_ONLY.items():
+            value = getattr(args, dest)
+            if value != default:
+                option = "--" + dest.replace("_", "-")
+                raise BindkitError(
+                    f"{option} {value}: only the openai backend reads it (this run: --backend "
+                    f"{args.backend}); drop {option}, or pass --backend openai"
+                )
+    if args.no_splits:
+        for dest in ("mixed_lengths", "exclude_vocab", "drop_variants"):
+            if getattr(args, dest) not in (None, False):
+                option = "--" + dest.replace("_", "-")
+                raise BindkitError(
+                    f"{option}: writes (or drops) a split variant, and --no-splits writes no "
+                    f"splits; drop {option} or --no-splits"
+                )
+
+
 def _generate(args: argparse.Namespace) -> int:
     from bindkit.synth.generate import run
+
+    check_generate_options(args)
 
     result = run(
         args.out,

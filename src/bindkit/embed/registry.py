@@ -287,6 +287,8 @@ def load_embedder(
             return load_embedder(
                 resolved + rest, batch_size=batch_size, cache=cache, progress=progress, **options
             )
+        if looks_like_path(parsed.name) and not Path(parsed.name).expanduser().exists():
+            raise no_such_folder(parsed.name)
         names = sorted({*BACKENDS, *_plugins()})
         close = difflib.get_close_matches(parsed.name, names, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -355,14 +357,30 @@ def _local_files(model_id: str, cache_dir: str | Path | None) -> dict[str, Path]
         return {f: folder / f for f in _LOOKED_AT if (folder / f).is_file()}
     try:
         from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub.errors import HFValidationError
     except ImportError:
         return {}
     found = {}
     for filename in _LOOKED_AT:
-        hit = try_to_load_from_cache(model_id, filename, cache_dir=cache_dir)
+        try:
+            hit = try_to_load_from_cache(model_id, filename, cache_dir=cache_dir)
+        except HFValidationError:  # not a hub id (./nofolder): nothing of it can be cached
+            return {}
         if isinstance(hit, str):
             found[filename] = Path(hit)
     return found
+
+
+def looks_like_path(name: str) -> bool:
+    """``./x``, ``../x``, ``~/x``, ``/x``, ``C:\\x``: a folder, never a hub id (ORG/NAME)."""
+    return name.startswith((".", "~", "/")) or "\\" in name
+
+
+def no_such_folder(name: str) -> BindkitError:
+    return BindkitError(
+        f"model {name!r}: no such folder; check the path (a Hugging Face id is ORG/NAME, "
+        "e.g. st:sentence-transformers/all-MiniLM-L6-v2)"
+    )
 
 
 def resolve_model_id(model_id: str, *, cache_dir: str | Path | None = None) -> str:
@@ -414,6 +432,8 @@ def resolve_model_id(model_id: str, *, cache_dir: str | Path | None = None) -> s
             "modules.json or config_sentence_transformers.json); give the folder that holds "
             "the checkpoint, or a backend prefix (see `bindkit models`)"
         )
+    if looks_like_path(model_id):
+        raise no_such_folder(model_id)
     raise BindkitError(
         f"model {model_id!r}: no backend prefix and no local copy to tell which (offline: not "
         f"a folder, not in the Hugging Face cache); write st:{model_id} (sentence-transformers), "

@@ -122,6 +122,12 @@ def fetch(
 
     plan = task if isinstance(task, Plan) else plan_for(task)
     chosen = chosen_parts(plan, parts)
+    wanted = [p for p in plan.parts if chosen is None or p.part in chosen]
+    if not images and all(p.images for p in wanted):  # nothing would be fetched
+        raise BindkitError(
+            f"fetch {plan.task} --no-images: every part of its plan is images (nothing else to "
+            f"fetch); drop --no-images: `{command(plan, to, True, parts)}`"
+        )
     folder = target_folder(plan, to)
     say = log or (lambda message: None)
     say(f"{plan.task}: licence: {plan.license}")

@@ -85,19 +85,25 @@ def split_args(tokens: Sequence[str]) -> tuple[Extra, list[str]]:
     return extra, rest
 
 
-def model_argument(tokens: Sequence[str]) -> str | None:
-    """The value of mteb's ``-m`` / ``--model`` in ``tokens`` (the last one), or None."""
-    found = None
+def model_arguments(tokens: Sequence[str]) -> list[str]:
+    """Every value of mteb's ``-m`` / ``--model`` in ``tokens``, in order."""
+    found = []
     for i, token in enumerate(tokens):
         name, eq, value = token.partition("=")
         if name in ("-m", "--model"):
             if eq:
-                found = value
+                found.append(value)
             elif i + 1 < len(tokens):
-                found = tokens[i + 1]
+                found.append(tokens[i + 1])
         elif token.startswith("-m") and len(token) > 2 and not token.startswith("--"):
-            found = token[2:]
+            found.append(token[2:])
     return found
+
+
+def model_argument(tokens: Sequence[str]) -> str | None:
+    """The value of mteb's ``-m`` / ``--model`` in ``tokens`` (the last one), or None."""
+    found = model_arguments(tokens)
+    return found[-1] if found else None
 
 
 def register_tasks(extra: Extra) -> list[str]:
@@ -146,27 +152,68 @@ def register_model(name: str) -> Any:
     return meta
 
 
-def main(argv: Sequence[str]) -> int:
+def _missing_extra(exc: ImportError, model: str) -> BindkitError | None:
+    """One line for mteb's "Model X is missing required dependencies: ... pip install
+    mteb[image]" (a bindkit model that reads images makes mteb ask for its image extra)."""
+    lines = str(exc).splitlines()
+    if not lines or "missing required dependencies" not in lines[0]:
+        return None
+    install = next((x for x in lines if "pip install" in x), "")
+    command = install[install.find("`") + 1 : install.rfind("`")] if "`" in install else install
+    listed = lines[0].split("dependencies:", 1)[1].strip().rstrip(".")
+    # "torchvision>0.2.1; extra == "image", ...": the names, without markers
+    needs = ", ".join(dict.fromkeys(part.split(";")[0].strip() for part in listed.split(",")))
+    return BindkitError(
+        f"bindkit mteb: -m {model}: mteb needs {needs} for it; {command.strip()} "
+        "(or set MTEB_AUTO_INSTALL_EXTRAS=1 to let mteb install it)"
+    )
+
+
+def main(argv: Sequence[str], *, quiet: bool = False) -> int:
     """Run mteb's CLI on ``argv`` (mteb's arguments plus bindkit's :class:`Extra` options) with
-    bindkit's tasks and the ``bindkit/<spec>`` model registered; the exit status."""
+    bindkit's tasks and every ``bindkit/<spec>`` model registered; the exit status.
+
+    ``mteb run`` takes one ``-m``; here each ``-m`` given is run in turn. ``quiet`` keeps
+    mteb's log to warnings (as ``-v 1``); the bars follow bindkit's progress policy.
+    """
     import logging
 
-    from mteb.cli.build_cli import build_cli
+    from mteb.cli import build_cli as mteb_cli
     from rich.logging import RichHandler
 
     extra, rest = split_args(argv)
-    register_tasks(extra)
-    model = model_argument(rest)
-    if model is not None and model.startswith(PREFIX):
-        register_model(model)
-    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler()])
-    parser = build_cli()
+    parser = mteb_cli.build_cli()
     parser.prog = "bindkit mteb"
-    args = parser.parse_args(rest)
+    args = parser.parse_args(rest)  # usage errors before any model loads
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()
         return 2
+    models = model_arguments(rest)
+    if func is mteb_cli.run and not models:
+        raise BindkitError(
+            "bindkit mteb run: give -m MODEL (e.g. -m bindkit/st:default, or one of mteb's "
+            "models); several -m run one after another"
+        )
+    if len(models) > 1 and func is not mteb_cli.run:
+        raise BindkitError(f"bindkit mteb: several -m ({', '.join(models)}): give one")
+    if quiet and hasattr(args, "verbosity"):
+        args.verbosity = min(args.verbosity, 1)
+    register_tasks(extra)
+    for model in models:
+        if model.startswith(PREFIX):
+            register_model(model)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", handlers=[RichHandler()])
+    if not models:  # a command without a model (available-tasks, ...)
+        _run(func, args, None)
+    for model in models:
+        args.model = model
+        _run(func, args, model)
+    return 0
+
+
+def _run(func: Any, args: Any, model: str | None) -> None:
+    """mteb's command ``func`` on ``args``, its known failures as one line."""
     try:
         func(args)
     except KeyError as exc:  # mteb's unknown task: "KeyError: 'X' not found. Did you mean ..."
@@ -179,4 +226,8 @@ def main(argv: Sequence[str]) -> int:
             "SABERMCQ-<name> ..., --triplets FILE "
             "BindkitTriplets-<name>; `bindkit mteb available-tasks` lists them)"
         ) from None
-    return 0
+    except ImportError as exc:
+        error = _missing_extra(exc, str(model))
+        if error is None:
+            raise
+        raise error from None

@@ -117,6 +117,33 @@ def export_problem(record: dict[str, Any]) -> str | None:
     return None
 
 
+def check_tasks(tasks: Sequence[str] | None) -> list[str] | None:
+    """``tasks`` checked against :data:`EXPORTABLE` (None: all of them).
+
+    Raises:
+        BindkitError: an empty list, or a name that is not exportable (with the closest one).
+    """
+    import difflib
+
+    if tasks is None:
+        return None
+    names = [t.strip() for t in tasks if t.strip()]
+    if not names:
+        raise BindkitError(
+            f"--tasks {','.join(tasks)!r}: empty; give a comma list of {', '.join(EXPORTABLE)}, "
+            "or leave --tasks out to export all"
+        )
+    for name in names:
+        if name not in EXPORTABLE:
+            close = difflib.get_close_matches(name, EXPORTABLE, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise BindkitError(
+                f"--tasks {name}: not an exportable task ({hint}exportable: "
+                f"{', '.join(EXPORTABLE)})"
+            )
+    return names
+
+
 def _records(results: Path, tasks: Sequence[str] | None) -> list[tuple[Path, dict[str, Any]]]:
     from bindkit.results.store import NOT_A_RESULT, inspect_result, is_partial
 
@@ -191,10 +218,13 @@ def export_mteb(
 
     from bindkit import __version__
     from bindkit._io import atomic_write_text, check_not_input, make_dirs
+    from bindkit._outputs import check_own_output
     from bindkit.integrations.mteb_models import model_meta
 
     results, out = Path(results), Path(out)
+    tasks = check_tasks(tasks)
     check_not_input(out, [results])
+    check_own_output(out, "mteb-results")  # not into a synth run, a finetune run, ...
     files: dict[Path, dict[str, Any]] = {}
     tasks_of: dict[Path, tuple[str, str, str | None, dict[str, Any]]] = {}
     entries: dict[tuple[Path, str], tuple[Path, dict[str, Any], dict[str, Any]]] = {}

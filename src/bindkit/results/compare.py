@@ -1,10 +1,20 @@
-"""Per-query comparison of two results of one task: wins, losses, ties, a sign test, and a
-contact sheet of the queries that differ most.
+"""Per-query comparison of two results of one task: wins, losses, ties, a sign test, a paired
+bootstrap interval of the mean difference, and a contact sheet of the queries that differ most.
 
 Two per-query scores are tied when they are at most :data:`bindkit.metrics.TIE_EPS` apart (the
-project's tie rule). The sign test is the exact two-sided binomial test of wins against losses
-(ties dropped): ``p = min(1, 2 * P(X <= min(wins, losses)))`` with ``X ~ Binomial(wins +
-losses, 1/2)``. A query scored by one side only (NaN, or absent) is left out and counted.
+project's tie rule). A per-query *credit* (:data:`CREDIT_METRICS`: MCQ ``correct``, ``hit``) is
+1 when the model ranks the correct candidate first alone, 1/k when it ties it with k - 1 others
+(:func:`bindkit.metrics.mcq.winner_shares`) and 0 when it ranks another first: a share is no win,
+so on a credit a query is A's when A is right (1) and B is not, B's the other way round, and
+tied otherwise (both right, or neither); how many queries each side only tied is shown beside.
+Other per-query scores (AP, nDCG, cosine) compare by value.
+
+The sign test is the exact two-sided binomial test of wins against losses (ties dropped):
+``p = min(1, 2 * P(X <= min(wins, losses)))`` with ``X ~ Binomial(wins + losses, 1/2)``. It
+counts directions only; the size of the difference is the mean of A - B with a 95 % paired
+bootstrap interval (:func:`bindkit.metrics.paired.paired_bootstrap`, the queries resampled),
+which fits fractional scores. A query scored by one side only (NaN, or absent) is left out and
+counted.
 """
 
 from __future__ import annotations
@@ -30,16 +40,32 @@ from bindkit.results.per_query import PerQuery, read_per_query
 from bindkit.results.store import collect_paths
 from bindkit.results.tables import Table, label
 
+#: per-query scores that are a credit in [0, 1] where a fraction is a tie share (1/k)
+CREDIT_METRICS = frozenset({"correct", "hit"})
+
+#: bootstrap draws are capped at this many query values in memory (resamples x queries)
+_DRAW_BUDGET = 10_000_000
+
 
 @dataclass(frozen=True)
 class Outcome:
-    """Wins (A above B), losses and ties per query, from two aligned arrays."""
+    """Wins (A above B), losses and ties per query, from two aligned arrays.
+
+    ``shares_a`` / ``shares_b``: queries on which A / B only tied the correct candidate with
+    others (a fractional credit); 0 for scores that are not a credit.
+    """
 
     wins: int
     losses: int
     ties: int
     mean_difference: float  # mean of A - B over the compared queries
-    p_value: float
+    p_value: float  # the sign test of wins against losses
+    low: float  # the paired bootstrap interval of mean A - B
+    high: float
+    resamples: int
+    credit: bool = False
+    shares_a: int = 0
+    shares_b: int = 0
 
 
 def sign_test(wins: int, losses: int) -> float:
@@ -57,15 +83,59 @@ def sign_test(wins: int, losses: int) -> float:
     return float(min(Fraction(1), 2 * tail))
 
 
-def outcome(a: np.ndarray, b: np.ndarray) -> Outcome:
-    """Compare per-query scores ``a`` and ``b`` (same queries, same order; no NaN)."""
+def is_right(values: np.ndarray) -> np.ndarray:
+    """Per query: full credit (the correct candidate first, alone), within the tie rule."""
+    return np.asarray(values, np.float64) >= 1.0 - TIE_EPS
+
+
+def is_share(values: np.ndarray) -> np.ndarray:
+    """Per query: a tie share of the credit (the correct candidate tied with others first)."""
+    values = np.asarray(values, np.float64)
+    shares: np.ndarray = (values > TIE_EPS) & ~is_right(values)
+    return shares
+
+
+def verdicts(a: np.ndarray, b: np.ndarray, *, credit: bool = False) -> np.ndarray:
+    """Per query ``"A"``, ``"B"`` or ``"tie"`` (see the module docstring for ``credit``)."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    diff = a - b
-    tied = np.abs(diff) <= TIE_EPS
-    wins = int(((diff > 0) & ~tied).sum())
-    losses = int(((diff < 0) & ~tied).sum())
-    mean = float(diff.mean()) if len(diff) else float("nan")
-    return Outcome(wins, losses, int(tied.sum()), mean, sign_test(wins, losses))
+    if credit:
+        right_a, right_b = is_right(a), is_right(b)
+        a_better, b_better = right_a & ~right_b, right_b & ~right_a
+    else:
+        diff = a - b
+        tied = np.abs(diff) <= TIE_EPS
+        a_better, b_better = (diff > 0) & ~tied, (diff < 0) & ~tied
+    return np.where(a_better, "A", np.where(b_better, "B", "tie"))
+
+
+def outcome(a: np.ndarray, b: np.ndarray, *, credit: bool = False) -> Outcome:
+    """Compare per-query scores ``a`` and ``b`` (same queries, same order; no NaN);
+    ``credit``: they are a credit whose fractions are tie shares (no win)."""
+    from bindkit.metrics.paired import RESAMPLES, paired_bootstrap
+
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    said = verdicts(a, b, credit=credit)
+    wins, losses = int((said == "A").sum()), int((said == "B").sum())
+    if len(a):
+        # paired_bootstrap gives statistic(second) - statistic(first): B first gives A - B
+        resamples = max(200, min(RESAMPLES, _DRAW_BUDGET // len(a)))
+        change = paired_bootstrap([b], [a], resamples=resamples)
+        mean, low, high = change.delta, change.low, change.high
+    else:
+        resamples, mean, low, high = 0, float("nan"), float("nan"), float("nan")
+    shares = (int(is_share(a).sum()), int(is_share(b).sum())) if credit else (0, 0)
+    return Outcome(
+        wins,
+        losses,
+        len(a) - wins - losses,
+        mean,
+        sign_test(wins, losses),
+        low,
+        high,
+        resamples,
+        credit,
+        *shares,
+    )
 
 
 @dataclass
@@ -222,9 +292,9 @@ def compare_results(
         raise BindkitError(f"{path_a} and {path_b}: no query scored by both; nothing to compare")
     a_values = side_a.scores.values[rows_a]
     b_values = side_b.scores.values[rows_b]
-    return Comparison(
-        side_a, side_b, ids, a_values, b_values, outcome(a_values, b_values), left_out
-    )
+    credit = side_a.scores.metric in CREDIT_METRICS
+    result = outcome(a_values, b_values, credit=credit)
+    return Comparison(side_a, side_b, ids, a_values, b_values, result, left_out)
 
 
 def summary_table(c: Comparison) -> Table:
@@ -232,18 +302,19 @@ def summary_table(c: Comparison) -> Table:
     r = c.result
     rec = c.a.record
     title = f"{rec['task']} {rec.get('subset')} {rec['pairing']}: per-query {c.metric}, {a} vs {b}"
-    columns = ["queries", f"{a} better", f"{b} better", "tied", "mean A - B", "sign test p"]
+    if r.credit:  # a share is no win: say how many queries each side only tied
+        title += " (a win: right alone; a tie share counts as not right)"
+    columns = ["queries", f"{a} better", f"{b} better", "tied"]
+    row = [str(len(c.ids)), str(r.wins), str(r.losses), str(r.ties)]
+    if r.credit:
+        columns += [f"{a} tie shares", f"{b} tie shares"]
+        row += [str(r.shares_a), str(r.shares_b)]
+    columns += ["mean A - B", "95 % interval", "sign test p"]
+    row += [f"{r.mean_difference:+.4f}", f"[{r.low:+.4f}, {r.high:+.4f}]", f"{r.p_value:.3g}"]
     if c.left_out:
         columns.append("left out")
-    row = [
-        str(len(c.ids)),
-        str(r.wins),
-        str(r.losses),
-        str(r.ties),
-        f"{r.mean_difference:+.4f}",
-        f"{r.p_value:.3g}",
-    ]
-    return Table(title, columns, [row + ([str(c.left_out)] if c.left_out else [])])
+        row.append(str(c.left_out))
+    return Table(title, columns, [row])
 
 
 def largest(c: Comparison, n: int) -> list[int]:
@@ -321,11 +392,18 @@ def per_query_csv(c: Comparison) -> str:
     writer = csv.writer(buffer)
     a, b = c.labels()
     writer.writerow(["query", f"{c.metric} {a}", f"{c.metric} {b}", "difference", "outcome"])
-    for q, x, y in zip(c.ids, c.a_values, c.b_values, strict=True):
-        d = float(x - y)
-        verdict = "tie" if abs(d) <= TIE_EPS else ("A" if d > 0 else "B")
-        writer.writerow([q, repr(float(x)), repr(float(y)), repr(d), verdict])
+    said = verdicts(c.a_values, c.b_values, credit=c.result.credit)
+    for q, x, y, verdict in zip(c.ids, c.a_values, c.b_values, said, strict=True):
+        writer.writerow([q, repr(float(x)), repr(float(y)), repr(float(x - y)), str(verdict)])
     return buffer.getvalue()
+
+
+def tied_first(c: Comparison, value: float) -> int:
+    """How many of a side's top candidates tie for first on a query whose credit is
+    ``value``: k for a share 1/k, else 1 (only a credit tells; AP and the like do not)."""
+    if not c.result.credit or not is_share(np.array([value]))[0]:
+        return 1
+    return max(2, round(1.0 / value))
 
 
 def _cell_html(shown: tuple[str, str], out: Path) -> str:
@@ -342,13 +420,16 @@ def sheet_html(c: Comparison, rows: list[int], resolve: Resolver, out: Path) -> 
     for i in rows:
         q = c.ids[i]
         tops = []
-        for side in (c.a, c.b):
+        for side, values in ((c.a, c.a_values), (c.b, c.b_values)):
             j = side.scores.ids.index(q)
             top = side.scores.top[j] if side.scores.top else ()
             right = correct_of(resolve, q)
+            k = tied_first(c, float(values[i]))
             cells = "".join(
-                f"<td{' class=correct' if t in right else ''}>{_cell_html(resolve(t), out)}</td>"
-                for t in top
+                f"<td{_html_class(t in right, n < k <= len(top))}>"
+                f"{_cell_html(resolve(t), out)}"
+                f"{f'<br><i>tied first ({k}-way)</i>' if n < k <= len(top) else ''}</td>"
+                for n, t in enumerate(top)
             )
             tops.append(cells or "<td>(no top-5 recorded)</td>")
         body.append(
@@ -360,16 +441,24 @@ def sheet_html(c: Comparison, rows: list[int], resolve: Resolver, out: Path) -> 
     style = (
         "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:4px;vertical-align:top;max-width:14em}"
-        ".who{font-weight:bold}.correct{border:3px solid #2a2}"
+        ".who{font-weight:bold}.correct{border:3px solid #2a2}.tied{border:3px dashed #d80}"
     )
     title = html.escape(summary_table(c).title)
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
         f"<style>{style}</style></head><body><h1>{title}</h1><p>Queries with the largest "
         f"difference; each row: the query with each model's per-query {html.escape(c.metric)}, "
-        f"then each model's top-5, best first; a green frame marks the correct candidate.</p>"
+        f"then each model's top-5, best first; a green frame marks the correct candidate, "
+        f"a dashed orange frame the correct candidate tied first with others (a share of the "
+        f"credit, not a win).</p>"
         f"<table>{''.join(body)}</table></body></html>\n"
     )
+
+
+def _html_class(correct: bool, tied: bool) -> str:
+    if not correct:
+        return ""
+    return " class=tied" if tied else " class=correct"
 
 
 def sheet_png(c: Comparison, rows: list[int], resolve: Resolver, path: Path) -> Path | None:
@@ -390,27 +479,38 @@ def sheet_png(c: Comparison, rows: list[int], resolve: Resolver, path: Path) -> 
     for r, i in enumerate(rows):
         q = c.ids[i]
         right = correct_of(resolve, q)
-        cells = [(resolve(q), f"{q}\n{a} {c.a_values[i]:.3f} · {b} {c.b_values[i]:.3f}", False)]
-        for name, side in ((a, c.a), (b, c.b)):
+        scores = f"{q}\n{a} {c.a_values[i]:.3f} · {b} {c.b_values[i]:.3f}"
+        cells = [(resolve(q), scores, False, False)]
+        for name, side, values in ((a, c.a, c.a_values), (b, c.b, c.b_values)):
             j = side.scores.ids.index(q)
             top = list(side.scores.top[j]) if side.scores.top else []
+            tie = tied_first(c, float(values[i]))
+            tie = tie if tie <= len(top) else 1
             top += [""] * (max(k, 1) - len(top))
-            cells += [(resolve(t) if t else ("id", ""), f"{name} #{n + 1}" if t else "",
-                       t in right) for n, t in enumerate(top)]  # fmt: skip
-        for ax, (shown, caption, is_correct) in zip(axes[r], cells, strict=True):
+            cells += [(resolve(t) if t else ("id", ""), _rank(name, n, tie) if t else "",
+                       t in right, n < tie) for n, t in enumerate(top)]  # fmt: skip
+        for ax, (shown, caption, is_correct, tied) in zip(axes[r], cells, strict=True):
             _draw(ax, shown)
-            ax.set_title(caption + (" ✓ correct" if is_correct else ""), fontsize=6)
+            mark = (" ✓ correct, tied" if tied else " ✓ correct") if is_correct else ""
+            ax.set_title(caption + mark, fontsize=6)
             if is_correct:
                 for spine in ax.spines.values():
-                    spine.set_edgecolor("#2a2")
+                    spine.set_edgecolor("#d80" if tied else "#2a2")
                     spine.set_linewidth(3)
+                    spine.set_linestyle("--" if tied else "-")
     fig.suptitle(
         f"{summary_table(c).title}: per query, each model's {c.metric}, then each model's "
-        "top candidates, best first (green frame: the correct candidate)",
+        "top candidates, best first (green frame: the correct candidate; dashed orange: "
+        "the correct candidate tied first with others, a share, not a win)",
         fontsize=8,
     )
     fig.tight_layout()
     return atomic_write_figure(fig, path, dpi=110)
+
+
+def _rank(name: str, n: int, tied: int) -> str:
+    """A top candidate's caption: ``bow #2``, or ``bow =1 of 4`` inside a tie for first."""
+    return f"{name} =1 of {tied}" if n < tied else f"{name} #{n + 1}"
 
 
 def _draw(ax: Any, shown: tuple[str, str]) -> None:

@@ -166,6 +166,7 @@ def open_builtin(
     from bindkit.embed.backends.mllm import MLLMEmbedder
 
     family, options = read_embedder_file(directory)
+    check_weights_files(directory)
     return MLLMEmbedder(
         str(directory),
         family=family,  # type: ignore[arg-type]
@@ -176,6 +177,30 @@ def open_builtin(
         **options,
         **common,
     )
+
+
+def check_weights_files(directory: Path) -> None:
+    """Every ``*.safetensors`` of a multimodal-LLM built-in's folder opens (its header and
+    size agree): transformers would end a truncated file in a traceback.
+
+    Raises:
+        BindkitError: no weights file, or one that is truncated or not safetensors, named.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        raise BindkitError(
+            f"{directory}: no {WEIGHTS_FILE}; give the folder scripts/train_tiny_vlm.py wrote"
+        )
+    for path in files:
+        try:
+            with safe_open(str(path), framework="pt"):
+                pass
+        except (OSError, SafetensorError) as exc:
+            raise BindkitError(
+                f"{path}: unreadable safetensors file ({exc}); retrain or reinstall it"
+            ) from exc
 
 
 def read_embedder_file(directory: Path) -> tuple[str, dict[str, Any]]:
