@@ -117,12 +117,15 @@ def run_recipe(
         BindkitError: ``OUT`` overlaps an input, holds a run made otherwise, or a step fails.
     """
     from bindkit._io import check_can_create, check_not_input
+    from bindkit.recipes.preflight import check_before_work
 
     out = Path(out)
     check_not_input(out, list(input_paths(recipe).values()))
     check_can_create(out)
     if threads is not None and not 1 <= threads <= 1024:
         raise BindkitError(f"--threads {threads}: must be from 1 to 1024")
+    # before any data is generated: the model, every panel entry, the output folder
+    check_before_work([recipe.model], recipe.panel, out, where=f"recipe {recipe.name}")
     with directory_lock(out, "bindkit finetune"), pinned(threads):
         return _Runner(recipe, out, overwrite, progress, threads).run()
 
