@@ -205,3 +205,25 @@ def test_the_staging_rename_never_replaces_a_folder_without_overwrite(tmp_path: 
     assert sorted(p.name for p in out.iterdir()) == ["theirs.txt"]
     swap_into_place(staging, out, replace=True)
     assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+
+
+def test_the_recipes_model_size_cache_is_keyed_by_the_weights(tmp_path: Path) -> None:
+    """``OUT/model-size.json`` (the lr size rule's parameter count) is reused for the same
+    weights only: a ``+weights`` folder edited in place is counted again."""
+    pytest.importorskip("torch")
+    from bindkit.identity import as_stored
+    from bindkit.recipes.scale import SIZE_FILE, model_parameters
+
+    spec = "builtin:tiny-clip"
+    weights = as_stored(model_weights(spec))
+    (tmp_path / SIZE_FILE).write_text(
+        json.dumps({"model": spec, "weights": weights, "parameters": 7})
+    )
+    assert model_parameters(spec, tmp_path) == 7  # the record is used
+    stale = {**weights, "weights": "0" * 24}
+    (tmp_path / SIZE_FILE).write_text(
+        json.dumps({"model": spec, "weights": stale, "parameters": 7})
+    )
+    counted = model_parameters(spec, tmp_path)
+    assert counted > 1000
+    assert json.loads((tmp_path / SIZE_FILE).read_text())["weights"] == weights
