@@ -21,6 +21,17 @@ def _recipe(**changes: Any) -> Recipe:
     return packaged_recipe("binding-v1").replace(**{"model": "builtin:tiny-clip", **changes})
 
 
+@pytest.fixture(autouse=True)
+def _no_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generating data is the first expensive step: reaching it fails the test at once."""
+
+    def generated(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("data generation began before the check refused the recipe")
+
+    monkeypatch.setattr("bindkit.recipes.run.build_data", generated)
+    monkeypatch.setattr("bindkit.sweep.study._open_study", generated)
+
+
 def _refused(recipe: Recipe, out: Path, match: str) -> str:
     with pytest.raises(BindkitError, match=match) as caught:
         run_recipe(recipe, out, progress=False)
