@@ -173,7 +173,7 @@ test_triplets = 8
 
 [train]
 batch_size = 4
-max_steps = 2
+max_steps = 3
 save_every = 1
 preserve_batch = 2
 
@@ -228,11 +228,12 @@ def test_finetune_killed_while_generating_its_data_resumes_to_the_same_data(
     assert _data_files(out / "data") == _data_files(tmp_path / "reference")
 
 
-# (where, k): in data generation; in run a's training (its 2nd checkpoint); between the runs
+# (where, k): in data generation; in run a's training (entering its 2nd checkpoint: it resumes
+# from the 1st); between the runs
 # (run b's adapter being saved); in the soup; in the panel (its 3rd model)
 FINETUNE_KILLS = [
     ("file:examples.jsonl", 37),
-    ("call:bindkit.train.trainer:_Run.save_checkpoint", 1),
+    ("call:bindkit.train.trainer:_Run.save_checkpoint", 2),
     ("call:bindkit.adapters.lora:save_adapter", 2),
     ("call:bindkit.adapters.soup:average_adapters", 1),
     ("call:bindkit.recipes.run:score_panel", 3),
