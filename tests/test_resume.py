@@ -161,6 +161,34 @@ def test_a_controller_rebuilt_mid_block_plans_what_the_running_one_plans() -> No
     assert asked.plan(attempt, 0) == rebuilt.plan(attempt, 0)
 
 
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (["synth", "mix", "--mix", "fullpara", "--max-rows", "40"], "train-fullpara.jsonl"),
+        (["synth", "preserve", "--set", "ctxgen", "--max-rows", "30"], "preserve-ctxgen.jsonl"),
+    ],
+)
+def test_synth_mix_and_preserve_killed_between_file_and_record_resume(
+    synth_reference: Path, tmp_path: Path, argv: list[str], name: str
+) -> None:
+    """A kill between the data file's rename and its record's (the record is written last):
+    the same command again writes both, the same bytes, instead of refusing the file it left
+    (a finished file still needs --overwrite)."""
+    import shutil
+
+    reference = tmp_path / "reference"
+    shutil.copytree(synth_reference, reference)
+    assert main([*argv[:2], str(reference), *argv[2:], "-q"]) == 0
+    killed = tmp_path / "killed"
+    shutil.copytree(synth_reference, killed)
+    shutil.copy(reference / name, killed / name)  # the data file in place, no record yet
+    assert main([*argv[:2], str(killed), *argv[2:], "-q"]) == 0
+    record = Path(name).with_suffix(".json").name
+    for file in (name, record):
+        assert (killed / file).read_bytes() == (reference / file).read_bytes(), file
+    assert main([*argv[:2], str(killed), *argv[2:], "-q"]) == 2  # finished: --overwrite
+
+
 TINY_RECIPE = """
 name = "tiny"
 model = "builtin:tiny-clip"
