@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bindkit.errors", "bindkit._checks", "bindkit._environment", "bindkit._io", "bindkit._lock",
      "bindkit._progress", "bindkit._staging", "bindkit.metrics"),
     # formats and models: SABER files, adapters, embedders
-    ("bindkit.saber", "bindkit.adapters", "bindkit.embed"),
+    ("bindkit.saber", "bindkit.adapters", "bindkit.embed", "bindkit.identity"),
     # synthetic training data (reads SABER's vocabulary and language)
     ("bindkit.synth",),
     # reading exports; result records; instruction files

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,7 +141,10 @@ def test_the_val_tolerance_rule_picks_the_smallest_alpha_within_tolerance() -> N
 
 
 def test_a_changed_recipe_is_named_by_its_key() -> None:
-    from bindkit.recipes.run import identity_change, recipe_identity
+    from bindkit.recipes.run import recipe_change, recipe_identity
+
+    def identity_change(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+        return recipe_change(_binding(), old, new)
 
     before = recipe_identity(_binding(), 2)
     assert identity_change(before, recipe_identity(_binding(), 2)) is None
@@ -153,7 +157,7 @@ def test_a_changed_recipe_is_named_by_its_key() -> None:
 
 
 def test_a_changed_panel_file_is_named(tmp_path: Path) -> None:
-    from bindkit.recipes.run import identity_change, recipe_identity
+    from bindkit.recipes.run import recipe_change, recipe_identity
 
     sts = tmp_path / "sts.tsv"
     sts.write_text("sentence_A\tsentence_B\trelatedness_score\na\tb\t1\n")
@@ -161,7 +165,7 @@ def test_a_changed_panel_file_is_named(tmp_path: Path) -> None:
     recipe = _binding().replace(panel=[entry])
     before = recipe_identity(recipe, None)
     sts.write_text("sentence_A\tsentence_B\trelatedness_score\na\tb\t2\n")
-    assert identity_change(before, recipe_identity(recipe, None)) == (
+    assert recipe_change(recipe, before, recipe_identity(recipe, None)) == (
         "panel.sts.data: its content changed"
     )
 

@@ -139,7 +139,7 @@ ROWS: list[Case] = [
         "sweep sweep.toml --out sw -q",
         "sweep nodata",
         2,
-        "panel[1] (sts): --data nope.jsonl: not found",
+        "panel[1] (sts).data: --data nope.jsonl: not found",
         unchanged=INPUTS[:1] + INPUTS[2:],
     ),
     C(
@@ -147,7 +147,7 @@ ROWS: list[Case] = [
         "sweep sweep.toml --out sw -q",
         "sweep zz",
         2,
-        "panel[1] (sts): --pairings: unknown pairing 'zz'",
+        "panel[1] (sts).pairing 'zz': task sts runs tt",
         unchanged=INPUTS[:1] + INPUTS[2:],
     ),
 ]

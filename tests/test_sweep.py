@@ -366,7 +366,7 @@ def test_a_study_rerun_with_another_definition_is_refused(tmp_path: Path) -> Non
     for old, new, what in [
         ("max_steps = 2", "max_steps = 3", r"another \[train\] max_steps"),
         ('general = "sts"', 'general = "bind"', r"another \[objectives\]"),
-        ('score = "spearman"', 'score = "pearson"', r"another \[\[panel\]\]"),
+        ('score = "spearman"', 'score = "spearman"\nsubset = "default"', r"another \[\[panel\]\]"),
     ]:
         config.write_text(text.replace(old, new, 1))
         with pytest.raises(BindkitError, match=rf"study 't' in the storage was run with {what}"):

@@ -7,6 +7,7 @@ import copy
 import json
 import random
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -300,8 +301,8 @@ def test_controller_caps_duplicates_and_suggestions(by_type: dict[str, Example])
     other = copy.deepcopy(by_type["predicative"])
     other.bindings[0] = (other.bindings[0][0], word)
     assert controller.admit(other) == "frequency_cap"
-    fresh = Controller()
-    fresh.counts[word] = 10
+    # the banned list reads the counts at the last refresh boundary (here: construction)
+    fresh = Controller(counts=Counter({word: 10}))
     assert fresh.banned(2) == [word]
     assert controller.cap(2) == 10 and controller.cap(4) == 10
     controller.accepted = 2000

@@ -145,3 +145,61 @@ def test_the_identity_hashes_content_not_paths(tmp_path: Path) -> None:
     assert run_identity(dataclasses.replace(config, preserve=str(moved))) == run_identity(config)
     moved.write_text("other\n")
     assert run_identity(dataclasses.replace(config, preserve=str(moved))) != run_identity(config)
+
+
+def _weights(record: dict[str, Any]) -> dict[str, str]:
+    """The adapter weights' digests of a run record (its cards hold timings, which vary)."""
+    return {k: v for k, v in record["files"].items() if k.endswith(".safetensors")}
+
+
+def test_an_adapter_changed_after_the_run_finished_is_not_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review cell F99: a run's adapter corrupted in place was reused (and a soup built from it
+    shipped). train.json records every adapter file's sha256; reuse re-checks them."""
+    config = _config(tmp_path, lines=True, lines_alpha=0.5)
+    first = train_triplets(config, reuse=True)
+    assert {"adapter-raw/adapter_model.safetensors", "adapter-lines/adapter_model.safetensors"} <= (
+        first["files"].keys()
+    )
+    weights = tmp_path / "run" / "adapter-raw" / "adapter_model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-8:] = bytes(8)  # the review's corruption: the last 8 bytes zeroed
+    weights.write_bytes(bytes(data))
+    assert reusable_run(config) is None
+    real = trainer.load_trainable
+    monkeypatch.setattr(trainer, "load_trainable", _no_model)
+    with pytest.raises(BindkitError, match=r"adapter_model\.safetensors: changed since the run"):
+        train_triplets(config, reuse=True)
+    monkeypatch.setattr(trainer, "load_trainable", real)
+    again = train_triplets(dataclasses.replace(config, overwrite=True), reuse=True)
+    assert _weights(again) == _weights(first)  # trained again: the bytes of the first time
+    assert reusable_run(config) == again
+    (tmp_path / "run" / "adapter-lines" / "adapter_config.json").unlink()  # review cell F100
+    with pytest.raises(BindkitError, match=r"adapter-lines/adapter_config\.json: changed since"):
+        train_triplets(config, reuse=True)
+
+
+def test_base_weights_edited_in_place_are_another_model(tmp_path: Path) -> None:
+    """Review cell F109: ``+weights=DIR`` with ``DIR/model.safetensors`` replaced reused the
+    runs trained on the old weights (the identity held the spec string, not the weights)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from bindkit.embed.backends.builtin import builtin_dir
+
+    folder = tmp_path / "tcw"
+    shutil.copytree(builtin_dir("tiny-clip"), folder)
+    config = _config(tmp_path, model=f"builtin:tiny-clip+weights={folder}")
+    first = train_triplets(config, reuse=True)
+    tensors = load_file(folder / "model.safetensors")
+    name = sorted(tensors)[0]
+    tensors[name] = tensors[name] * 1.5
+    save_file(tensors, folder / "model.safetensors")
+    assert reusable_run(config) is None
+    with pytest.raises(BindkitError, match=r"--model builtin:tiny-clip\+weights=.*\(its weights\)"):
+        train_triplets(config, reuse=True)
+    again = train_triplets(dataclasses.replace(config, overwrite=True), reuse=True)
+    assert again["identity"]["model"] != first["identity"]["model"]
+    assert _weights(again) != _weights(first)

@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -199,3 +199,24 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
         while block := handle.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+def tree_digest(
+    root: Path,
+    *,
+    keep: Callable[[Path], bool] | None = None,
+    digest: Callable[[Path], str] = sha256_file,
+) -> str:
+    """sha256 over a folder's files: one ``relative/name=digest`` line per file, sorted by name.
+
+    The one folder digest (a recipe's input folders, a model folder's fingerprint): a file's
+    name counts as much as its content, so two files that swap names change it. ``keep``
+    (given the path relative to ``root``) leaves files out; ``digest`` hashes one file (a
+    remembered digest for multi-GB weights).
+    """
+    hasher = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if path.is_file() and (keep is None or keep(relative)):
+            hasher.update(f"{relative.as_posix()}={digest(path)}\n".encode())
+    return hasher.hexdigest()

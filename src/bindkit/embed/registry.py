@@ -40,6 +40,7 @@ class Backend:
     extra: str | None = None  # pip extra that installs them
     arg: str = "required"  # required | none
     fixed: dict[str, Any] = field(default_factory=dict)
+    trainable: bool = False  # a torch embedder that LoRA finetuning can train
 
     def available(self) -> bool:
         return all(importlib.util.find_spec(module) is not None for module in self.needs)
@@ -66,6 +67,7 @@ BACKENDS: dict[str, Backend] = {
             "text",
             ("torch", "sentence_transformers"),
             "st",
+            trainable=True,
         ),
         Backend(
             "open_clip",
@@ -75,6 +77,7 @@ BACKENDS: dict[str, Backend] = {
             "text, image",
             ("torch", "open_clip", "PIL"),
             "clip",
+            trainable=True,
         ),
         Backend(
             "builtin",
@@ -85,6 +88,7 @@ BACKENDS: dict[str, Backend] = {
             "text, image",
             ("torch", "safetensors", "PIL"),
             "builtin",
+            trainable=True,
         ),
         Backend(
             "qwen3-vl-embedding",
@@ -95,6 +99,7 @@ BACKENDS: dict[str, Backend] = {
             _TORCH_TF,
             "mllm",
             fixed={"family": "qwen3-vl-embedding"},
+            trainable=True,
         ),
         Backend(
             "gme",
@@ -105,6 +110,7 @@ BACKENDS: dict[str, Backend] = {
             _TORCH_TF,
             "mllm",
             fixed={"family": "gme"},
+            trainable=True,
         ),
         Backend(
             "vlm2vec",
@@ -115,6 +121,7 @@ BACKENDS: dict[str, Backend] = {
             _TORCH_TF,
             "mllm",
             fixed={"family": "vlm2vec"},
+            trainable=True,
         ),
         Backend(
             "mteb",
@@ -135,6 +142,7 @@ BACKENDS: dict[str, Backend] = {
             _TORCH_TF,
             "mllm",
             fixed={"family": "mllm"},
+            trainable=True,
         ),
     )
 }
@@ -337,6 +345,61 @@ QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 _LOOKED_AT = ("modules.json", "config_sentence_transformers.json", "config.json")
 
 
+def check_trainable(spec: str) -> None:
+    """Refuse, in seconds and before any weights load, a spec that cannot be finetuned: an
+    unknown backend, one without a torch path (``bow``, ``mteb:``), one whose libraries are
+    missing, or a checkpoint that is neither a local folder nor a cached or reachable hub model.
+
+    Raises:
+        BindkitError: one line naming the spec and what to give instead.
+    """
+    from bindkit.embed.weights import require_checkpoint
+
+    parsed = Spec.parse(spec)
+    backend = BACKENDS.get(parsed.name)
+    if backend is None and parsed.name not in _plugins():
+        bare = bare_model_id(parsed)
+        path_like = parsed.name.startswith((".", "/", "~"))
+        if (bare is None and "/" in parsed.name) or (
+            path_like and not Path(parsed.name).expanduser().is_dir()
+        ):
+            raise BindkitError(
+                f"--model {spec}: not a folder, and not a model id; give a local model folder "
+                "or a backend prefix (st:ID, mllm:ID; see `bindkit models`)"
+            )
+        if bare is not None:
+            check_trainable(resolve_model_id(bare) + spec[len(spec.split("+")[0]) :])
+            return
+        names = sorted({*BACKENDS, *_plugins()})
+        close = difflib.get_close_matches(parsed.name, names, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise BindkitError(f"--model {spec}: unknown model backend {parsed.name!r}{hint}")
+    if backend is None:  # a plugin: only loading it can tell
+        return
+    if not backend.trainable:
+        trainable = ", ".join(f"{b.name}:" for b in BACKENDS.values() if b.trainable)
+        raise BindkitError(
+            f"--model {spec}: the {backend.name} backend has no trainable torch path; give a "
+            f"model of {trainable}"
+        )
+    if backend.arg == "required" and not parsed.arg:
+        raise BindkitError(f"--model {spec}: needs an argument, e.g. {backend.example}")
+    missing = [m for m in backend.needs if importlib.util.find_spec(m) is None]
+    if missing:
+        raise BindkitError(
+            f"--model {spec}: needs {', '.join(missing)}; pip install 'bindkit[{backend.extra}]'"
+        )
+    weights = parsed.options.get("weights")
+    if backend.name == "builtin":
+        from bindkit.embed.backends.builtin import builtin_dir
+
+        builtin_dir(str(parsed.arg))
+        if weights is not None and not Path(weights).expanduser().is_dir():
+            raise BindkitError(f"--model {spec}: weights={weights} is not a folder")
+    elif backend.name != "open_clip" and parsed.arg and parsed.arg != "default":
+        require_checkpoint(parsed.arg, backend.name)
+
+
 def bare_model_id(parsed: Spec) -> str | None:
     """The model id or folder a spec without a known backend prefix names, or None."""
     if parsed.name == "hf-hub" and parsed.arg:
@@ -357,14 +420,13 @@ def _local_files(model_id: str, cache_dir: str | Path | None) -> dict[str, Path]
         return {f: folder / f for f in _LOOKED_AT if (folder / f).is_file()}
     try:
         from huggingface_hub import try_to_load_from_cache
-        from huggingface_hub.errors import HFValidationError
     except ImportError:
         return {}
     found = {}
     for filename in _LOOKED_AT:
         try:
             hit = try_to_load_from_cache(model_id, filename, cache_dir=cache_dir)
-        except HFValidationError:  # not a hub id (./nofolder): nothing of it can be cached
+        except ValueError:  # not a valid hub id (HFValidationError), e.g. ./no-such-folder
             return {}
         if isinstance(hit, str):
             found[filename] = Path(hit)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,14 +84,14 @@ def directory_fingerprint(root: Path) -> str:
     skipping on the absolute path gave every such model the digest of nothing, so two of them
     shared cached vectors.
     """
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if not path.is_file() or ".cache" in relative.parts:
-            continue
-        if path.suffix in _FINGERPRINTED_SUFFIXES or path.name.endswith(".model"):
-            digest.update(f"{relative.as_posix()}={file_digest(path)}\n".encode())
-    return digest.hexdigest()[:24]
+    from bindkit._io import tree_digest
+
+    def keep(relative: Path) -> bool:
+        if ".cache" in relative.parts:
+            return False
+        return relative.suffix in _FINGERPRINTED_SUFFIXES or relative.name.endswith(".model")
+
+    return tree_digest(root, keep=keep, digest=file_digest)[:24]
 
 
 def weights_identity(name_or_path: str) -> dict[str, Any]:

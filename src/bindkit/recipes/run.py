@@ -32,6 +32,7 @@ from typing import Any
 from bindkit._io import atomic_write_text, canonical_json, sha256_bytes, sha256_file
 from bindkit._lock import directory_lock
 from bindkit.errors import BindkitError
+from bindkit.identity import content_digest, identity_change, model_weights, versions
 from bindkit.recipes.data import RecipeData, build_data
 from bindkit.recipes.panel import PanelEntry, panel_changes, score_panel
 from bindkit.recipes.recipe import Recipe
@@ -73,53 +74,28 @@ def input_paths(recipe: Recipe) -> dict[str, Path]:
     return paths
 
 
-def content_digest(path: Path) -> str:
-    """sha256 of a file, or of a folder's files (relative names and contents, sorted)."""
-    if path.is_file():
-        return sha256_file(path)
-    parts = [
-        f"{p.relative_to(path).as_posix()}\0{sha256_file(p)}"
-        for p in sorted(path.rglob("*"))
-        if p.is_file()
-    ]
-    return sha256_bytes("\n".join(parts).encode())
-
-
 def recipe_identity(recipe: Recipe, threads: int | None) -> dict[str, Any]:
-    """What a recipe run's result depends on beyond its runs' own identities."""
+    """What a recipe run's result depends on beyond its runs' own identities
+    (:mod:`bindkit.identity`): the recipe, the thread pin, the base model's weights digest and
+    the content digest of every input the recipe names."""
     return {
         "recipe": recipe.to_dict(),
         "threads": threads,
+        "model": model_weights(recipe.model),
         "inputs": {k: content_digest(p) for k, p in sorted(input_paths(recipe).items())},
     }
 
 
-def identity_change(old: Any, new: dict[str, Any]) -> str | None:
-    """The first difference between two recipe identities, as ``key then → now``; None if equal."""
-    if not isinstance(old, dict):
-        return "it records no recipe identity"
-    flat_old, flat_new = _flatten(old), _flatten(new)
-    for key in sorted({*flat_old, *flat_new}):
-        if flat_old.get(key) != flat_new.get(key):
-            if key.startswith("inputs."):
-                return f"{key.removeprefix('inputs.')}: its content changed"
-            shown = key.removeprefix("recipe.")
-            return f"{shown} {flat_old.get(key)!r} then, {flat_new.get(key)!r} now"
-    return None
+def recipe_change(recipe: Recipe, old: Any, new: dict[str, Any]) -> str | None:
+    """The first difference between two recipe identities, in the recipe's words
+    (``train.lr 0.001 then, 0.002 now``); None if equal."""
 
+    def shown(key: str) -> str:
+        if key.startswith("model."):
+            return f"model {recipe.model} (its weights)"
+        return key.removeprefix("recipe.").removeprefix("inputs.")
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        flat: dict[str, Any] = {}
-        for key, item in value.items():
-            flat |= _flatten(item, f"{prefix}{key}.")
-        return flat
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        flat = {}
-        for index, item in enumerate(value):
-            flat |= _flatten(item, f"{prefix[:-1]}[{index}].")
-        return flat
-    return {prefix[:-1]: value}
+    return identity_change(old, new, shown=shown)
 
 
 def run_recipe(
@@ -142,12 +118,15 @@ def run_recipe(
         BindkitError: ``OUT`` overlaps an input, holds a run made otherwise, or a step fails.
     """
     from bindkit._io import check_can_create, check_not_input
+    from bindkit.recipes.preflight import check_before_work
 
     out = Path(out)
     check_not_input(out, list(input_paths(recipe).values()))
     check_can_create(out)
     if threads is not None and not 1 <= threads <= 1024:
         raise BindkitError(f"--threads {threads}: must be from 1 to 1024")
+    # before any data is generated: the model, every panel entry, the output folder
+    check_before_work([recipe.model], recipe.panel, out, where=f"recipe {recipe.name}")
     with directory_lock(out, "bindkit finetune"), pinned(threads):
         return _Runner(recipe, out, overwrite, progress, threads).run()
 
@@ -219,7 +198,7 @@ class _Runner:
             "table": table,
             "changes": self.changes,
             "seconds": round(time.perf_counter() - started, 1),
-            "versions": _versions(),
+            "versions": versions(),
         }
         self.write(record)
         atomic_write_text(self.out / "report.md", render_report(recipe, record))
@@ -249,7 +228,7 @@ class _Runner:
             earlier = json.loads(path.read_text(encoding="utf-8")).get("identity")
         except (OSError, ValueError, AttributeError):
             earlier = None
-        change = identity_change(earlier, json.loads(json.dumps(identity)))
+        change = recipe_change(self.recipe, earlier, identity)
         if change is not None and not self.overwrite:
             raise BindkitError(
                 f"{self.out}: holds a run of a recipe made otherwise ({change}); pass "
@@ -418,13 +397,6 @@ def _default_tolerance() -> float:
     from bindkit.train.config import TrainConfig
 
     return float(TrainConfig.__dataclass_fields__["lines_tolerance"].default)  # type: ignore[arg-type]
-
-
-def _versions() -> dict[str, str]:
-    from bindkit import __version__
-    from bindkit._environment import library_versions
-
-    return {"bindkit": __version__, **library_versions()}
 
 
 def change_table(columns: list[str], changes: dict[str, dict[str, Any]]) -> list[str]:

@@ -37,11 +37,17 @@ def model_parameters(spec: str, out: Path) -> int:
     """The parameter count of ``spec``'s trainable module, cached in ``OUT/model-size.json``
     (loading a 2B model twice per rerun would cost more than the count)."""
     from bindkit._io import atomic_write_text
+    from bindkit.identity import as_stored, model_weights
 
     path = out / SIZE_FILE
+    weights = as_stored(model_weights(spec))  # the spec's folder edited in place: count again
     try:
         cached = json.loads(path.read_text(encoding="utf-8"))
-        if cached.get("model") == spec and isinstance(cached.get("parameters"), int):
+        if (
+            cached.get("model") == spec
+            and cached.get("weights") == weights
+            and isinstance(cached.get("parameters"), int)
+        ):
             return int(cached["parameters"])
     except (OSError, ValueError, AttributeError):
         pass
@@ -53,7 +59,8 @@ def model_parameters(spec: str, out: Path) -> int:
     count = int(sum(p.numel() for p in embedder.module.parameters()))
     del embedder
     gc.collect()
-    atomic_write_text(path, json.dumps({"model": spec, "parameters": count}) + "\n")
+    record = {"model": spec, "weights": weights, "parameters": count}
+    atomic_write_text(path, json.dumps(record) + "\n")
     return count
 
 

@@ -389,6 +389,21 @@ def _depth(record: dict[str, Any]) -> int | None:
     return int(depth) if depth else None
 
 
+def check_sweep_inputs(config: SweepConfig, out: Path) -> None:
+    """The sweep's models (fixed, the recipe's, or every choice of a ``model`` parameter), its
+    panel and the recipe's panel, and ``out``: one line each, before any trial
+    (:func:`bindkit.recipes.preflight.check_before_work`)."""
+    from bindkit.recipes.preflight import check_before_work
+
+    recipe = config.recipe.replace(**config.fixed) if config.recipe is not None else None
+    models = [str(recipe.model)] if recipe is not None else []
+    if "model" in config.fixed:
+        models.append(str(config.fixed["model"]))
+    models += [str(c) for p in config.search if p.name == "model" for c in p.choices]
+    panel = [*config.panel, *(recipe.panel if recipe is not None else ())]
+    check_before_work(models, panel, out, where=str(config.path))
+
+
 def run_sweep(
     config_path: str | Path,
     out: str | Path,
@@ -437,6 +452,7 @@ def run_sweep(
                 f"--seed {seed}: the grid sampler walks the grid in study.seed's order in every "
                 "worker (so that no point runs twice); leave --seed out"
             )
+    check_sweep_inputs(config, out)
     make_dirs(out)
     url = storage or f"sqlite:///{(out / STUDY_DB).resolve()}"
     # one worker at a time opens the storage, scores the base model and draws a trial

@@ -123,6 +123,17 @@ class Controller:
         }
         for word, count in self.counts.items():
             self._move(word, 0, count)
+        self._freeze()
+
+    def _freeze(self) -> None:
+        """Take the counts the banned and avoid lists read until the next REFRESH boundary.
+
+        The lists are a function of this snapshot alone, not of when a plan first asks for them:
+        a run resumed mid-block rebuilds the same snapshot from ``examples.jsonl`` and plans the
+        same examples as a run that was never stopped.
+        """
+        self._frozen: tuple[int, dict[str, int]] = (self.accepted, dict(self.counts))
+        self._cache = {}
 
     def _move(self, word: str, old: int, new: int) -> None:
         family = self.family_of.get(word)
@@ -143,24 +154,26 @@ class Controller:
         return max(float(v["min_cap"]), float(fraction) * self.accepted)
 
     def banned(self, n_attributes: int) -> list[str]:
-        """Words at their cap. Refreshed every REFRESH accepted examples (a word that reaches
-        its cap in between is still stopped by :meth:`admit`)."""
-        key = ("banned", n_attributes, self.accepted // REFRESH)
+        """Words at their cap at the last REFRESH boundary of accepted examples (a word that
+        reaches its cap in between is still stopped by :meth:`admit`)."""
+        key = ("banned", n_attributes)
         if key not in self._cache:
-            cap = self.cap(n_attributes)
-            self._cache[key] = sorted(w for w, c in self.counts.items() if c >= cap)
+            accepted, counts = self._frozen
+            v = controls()["vocabulary"]
+            fraction = v["cap_fraction"][str(min(4, max(2, n_attributes)))]
+            cap = max(float(v["min_cap"]), float(fraction) * accepted)
+            self._cache[key] = sorted(w for w, c in counts.items() if c >= cap)
         return self._cache[key]
 
     def avoid(self) -> list[str]:
-        """The most recently used words, then the most frequent ones (refreshed every REFRESH
-        accepted examples)."""
-        key = ("frequent", self.accepted // REFRESH)
+        """The most recently used words, then the most frequent ones at the last REFRESH
+        boundary of accepted examples."""
+        key = ("frequent",)
         if key not in self._cache:
             top = controls()["vocabulary"]["avoid_frequent"]
-            self._cache = {k: v for k, v in self._cache.items() if k[-1] == key[-1]}
             # ties broken by the word, not by insertion order (which follows set iteration
             # order, i.e. PYTHONHASHSEED)
-            ranked = sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))
+            ranked = sorted(self._frozen[1].items(), key=lambda item: (-item[1], item[0]))
             self._cache[key] = [w for w, _ in ranked[:top]]
         return list(dict.fromkeys([*reversed(self.recent), *self._cache[key]]))
 
@@ -257,3 +270,5 @@ class Controller:
         self.accepted += 1
         self.by_type[ex.type] += 1
         self.objects.update(ex.objects)
+        if self.accepted % REFRESH == 0:
+            self._freeze()

@@ -315,6 +315,21 @@ class TrainPool:
         atomic_write_text(out.with_suffix(".json"), json.dumps(record, indent=2) + "\n")
 
 
+def finished(out: Path) -> bool:
+    """Whether ``out`` is a whole file of a finished write: its record (``out`` as ``.json``,
+    written last) holds its sha256. A file without it is what a killed run left, and a rerun
+    writes it again (the same bytes) instead of refusing it."""
+    import json
+
+    from bindkit._io import sha256_file
+
+    try:
+        record = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+        return bool(record.get("sha256") == sha256_file(out))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def train_pool(
     run_dir: str | Path,
     exclude_vocab: str | Path,
@@ -346,7 +361,7 @@ def train_pool(
     if max_rows is not None and max_rows < 1:
         raise BindkitError(f"--max-rows {max_rows}: give at least 1")
     check_exclude_vocab(exclude_vocab)
-    if out.exists() and not overwrite:
+    if out.exists() and not overwrite and finished(out):
         raise BindkitError(f"{out}: exists; pass --overwrite to replace it")
     summary = verify_splits(run_dir)
     split_seed = int(summary["options"]["seed"])

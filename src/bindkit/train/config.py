@@ -441,8 +441,17 @@ def _base_type(kind: Any) -> Any:
     return args[0] if args else kind
 
 
-# Options that change nothing about the result (resuming may change them freely).
-NON_RESULT_FIELDS = frozenset({"out", "progress", "overwrite", "save_every", "eval_every"})
+# The options that change nothing about the result, each with the reason (resuming and reusing
+# may change them freely). Every other field is part of a run's identity
+# (bindkit.train.trainer.run_identity); tests/test_identity.py fails on a field of neither kind.
+OUTPUT_ONLY_FIELDS: dict[str, str] = {
+    "out": "where the run is written, not what it computes",
+    "progress": "what is printed while it runs",
+    "overwrite": "what happens to an earlier run in --out",
+    "save_every": "how often a checkpoint is written (a resume restores the exact state)",
+    "eval_every": "how often validation is printed (scores only, no effect on the weights)",
+}
+NON_RESULT_FIELDS = frozenset(OUTPUT_ONLY_FIELDS)
 
 
 def add_arguments(

@@ -34,6 +34,15 @@ from typing import Any
 from bindkit._io import atomic_write_text, check_can_create, check_not_input, sha256_file
 from bindkit._lock import directory_lock
 from bindkit.errors import BindkitError, TrainingDivergedError
+from bindkit.identity import (
+    as_stored,
+    changed_output,
+    content_digest,
+    model_weights,
+    output_digests,
+    versions,
+)
+from bindkit.identity import identity_change as _identity_change
 from bindkit.tasks.base import Dataset
 from bindkit.train.auxiliary import (
     AttentionTerm,
@@ -265,52 +274,56 @@ def check_inputs(config: BaseTrainConfig, *, reuse: bool = False) -> Inputs:
 
 
 def run_identity(config: BaseTrainConfig, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """What a run's result depends on, the one rule for resuming and reusing a run.
+    """What a run's result depends on, the one rule for resuming and reusing a run
+    (:mod:`bindkit.identity`).
 
-    The objective, every option except :data:`~bindkit.train.config.NON_RESULT_FIELDS`, the
-    sha256 of every file the config reads (by option: ``train``/``clusters``, ``val``, ``sts``,
-    ``preserve``; by content, so an input edited in place at the same path counts as another
-    input, and a moved one as the same), and ``extra``: what auxiliary losses passed to
-    :func:`train` depend on (their data's sha256, their weights), which the config cannot name.
+    The objective, the base model's weights digest (:func:`bindkit.identity.model_weights`: a
+    ``+weights=DIR`` or model folder edited in place is another model), the sha256 of every file
+    the config reads (by option: ``train``/``clusters``, ``val``, ``sts``, ``preserve``; by
+    content, so an input edited in place at the same path counts as another input, and a moved
+    one as the same), every option except
+    :data:`~bindkit.train.config.OUTPUT_ONLY_FIELDS`, and ``extra``: what auxiliary losses
+    passed to :func:`train` depend on (their data's sha256, their weights), which the config
+    cannot name.
     """
     inputs = config.inputs()
     options = config.record()
     identity = {
         "objective": config.OBJECTIVE,
+        "model": model_weights(config.model),
+        "inputs": {name: content_digest(Path(path)) for name, path in inputs.items()},
         "options": {
             k: v for k, v in options.items() if k not in NON_RESULT_FIELDS and k not in inputs
         },
-        "inputs": {name: sha256_file(Path(path)) for name, path in inputs.items()},
         "extra": dict(extra or {}),
     }
-    # as train.json holds it (lists, not tuples), so a stored identity compares equal
-    return json.loads(json.dumps(identity))  # type: ignore[no-any-return]
+    return as_stored(identity)
 
 
 def identity_change(config: BaseTrainConfig, old: Any, new: Mapping[str, Any]) -> str:
     """The first way ``old`` (a stored identity) differs from ``new``, in the options' words:
     for the one line that refuses to resume or reuse a run."""
-    if not isinstance(old, dict):
+
+    def shown(key: str) -> str:
+        part, _, name = key.partition(".")
+        flag = "--" + name.split(".")[0].replace("_", "-")
+        if part == "inputs":
+            value = getattr(config, name, None)
+            return flag if value is None else f"{flag} {value}"
+        if part == "model":
+            return f"--model {config.model} (its weights)"
+        if part == "options":
+            return flag
+        if part == "extra":
+            return f"auxiliary loss {name}"
+        return "processes" if part == "world" else part
+
+    change = _identity_change(old, new, shown=shown)
+    if change is None:  # equal identities are not refused; callers ask only on a difference
+        return "nothing (the identities are equal)"
+    if change.startswith("it records no identity"):
         return "it records no run identity (an older bindkit, or not a bindkit run)"
-    if old.get("objective") != new["objective"]:
-        return f"objective {old.get('objective')} then, {new['objective']} now"
-    before, now = old.get("inputs") or {}, new["inputs"]
-    for name in sorted({*before, *now}):
-        flag = "--" + name.replace("_", "-")
-        if name not in before:
-            return f"{flag} {getattr(config, name)}: not given then"
-        if name not in now:
-            return f"{flag}: given then, not now"
-        if before[name] != now[name]:
-            return f"{flag} {getattr(config, name)}: its content changed"
-    before, now = old.get("options") or {}, new["options"]
-    for name in sorted({*before, *now}):
-        if before.get(name) != now.get(name):
-            flag = "--" + name.replace("_", "-")
-            return f"{flag} {before.get(name)!r} then, {now.get(name)!r} now"
-    if old.get("extra") != new["extra"]:
-        return "the auxiliary losses' data or options changed"
-    return f"{old.get('world')} process(es) then, {new['world']} now"
+    return change
 
 
 def reusable_run(
@@ -322,7 +335,9 @@ def reusable_run(
     if record is None:
         return None
     identity = {**run_identity(config, extra_identity), "world": process_state().num_processes}
-    return record if record.get("identity") == identity else None
+    if record.get("identity") != identity:
+        return None
+    return record if changed_output(Path(config.out), record.get("files")) is None else None
 
 
 def _finished_record(out: Path) -> dict[str, Any] | None:
@@ -372,13 +387,22 @@ def train(
     identity = {**run_identity(config, extra_identity), "world": state.num_processes}
     if reuse and (out / "train.json").exists():
         record = _finished_record(out)
-        if record is not None and record.get("identity") == identity:
+        same = record is not None and record.get("identity") == identity
+        # reuse what the run wrote only as it wrote it: a file edited since is not shipped
+        changed = changed_output(out, record.get("files")) if record and same else None
+        if record is not None and same and changed is None:
             if config.progress and state.is_main_process:
                 print(
                     f"{out}: finished earlier with these options and inputs; reusing it",
                     file=sys.stderr,
                 )
             return record
+        if not config.overwrite and changed is not None:
+            raise BindkitError(
+                f"{changed}: changed since the run finished (its sha256 is not the one "
+                f"{out / 'train.json'} records); pass --overwrite to train it again, or delete "
+                f"{out}"
+            )
         if not config.overwrite:
             change = (
                 "its train.json is not readable"
@@ -812,6 +836,7 @@ class _Run:
             "history": history,
             "identity": self.identity,
             "version": _version(),
+            "versions": versions(),
         }
         if self.main:
             save_adapter(self.model, self.out / RAW)
@@ -825,6 +850,8 @@ class _Run:
                     overwrite=True,
                 )
                 write_card(self.out / LINES, record, variant="lines")
+            # what reuse re-checks: the adapters as this run wrote them
+            record["files"] = output_digests(self.out, (RAW, LINES))
             write_card(self.out, record, variant=None)
             atomic_write_text(self.out / "train.json", json.dumps(record, indent=2) + "\n")
             checkpoint = self.out / CHECKPOINT / "state.pt"
