@@ -4,8 +4,8 @@ the learning-rate rule, the α rule and the recipe-level identity that refuses a
 from __future__ import annotations
 
 import tomllib
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 
