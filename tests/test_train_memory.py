@@ -39,7 +39,7 @@ def triplets(tmp_path: Path) -> Path:
 
 def make(model: Path, train_file: Path, out: Path, **options: Any) -> TrainConfig:
     return TrainConfig(
-        model=f"mllm:{model}",
+        model=options.pop("spec", f"mllm:{model}"),
         train=str(train_file),
         out=str(out),
         **{"lr": 1e-2, "lines": False, "progress": False, "save_every": 0, **options},
@@ -182,3 +182,38 @@ def test_text_sizes_read_nested_and_flat_configs() -> None:
         32,
         False,
     )
+
+
+def test_lora_on_a_bf16_base_trains_in_fp32(
+    tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path
+) -> None:
+    from bindkit.adapters.lora import add_lora
+    from bindkit.train.trainer import load_trainable
+
+    embedder = load_trainable(f"mllm:{tiny_qwen2_vl}+dtype=bfloat16", None)
+    add_lora(embedder.module)
+    lora = {n: p for n, p in embedder.module.named_parameters() if ".lora_" in n}
+    assert lora and {p.dtype for p in lora.values()} == {torch.float32}
+    base = [p for n, p in embedder.module.named_parameters() if ".lora_" not in n]
+    assert {p.dtype for p in base} == {torch.bfloat16}
+    # a step as small as 1e-5 on a weight of about 0.1 still moves it (in bf16 it rounds away)
+    record = train(
+        make(
+            tiny_qwen2_vl,
+            triplets,
+            tmp_path / "bf16",
+            spec=f"mllm:{tiny_qwen2_vl}+dtype=bfloat16",
+            lr=1e-5,
+            max_steps=2,
+            batch_size=2,
+            model_dropout=False,
+        )
+    )
+    from safetensors.torch import load_file
+
+    after = load_file(str(tmp_path / "bf16" / "adapter-raw" / "adapter_model.safetensors"))
+    a = next(k for k in after if "lora_A" in k)
+    assert after[a].dtype == torch.float32
+    start = lora[a.replace("base_model.model.", "").replace(".weight", ".default.weight")]
+    assert record["optimizer_steps"] == 2
+    assert float((after[a] - start.detach()).abs().max()) > 0
