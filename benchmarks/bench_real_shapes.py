@@ -139,6 +139,11 @@ def plain_st_batch(embedder: Any, batch: Sequence[str], modality: str) -> Any:
     return torch.nn.functional.normalize(pooled.float(), dim=-1)
 
 
+def is_st(embedder: Any) -> bool:
+    """A sentence-transformers embedder (mean pooling), not a multimodal LLM (last token)."""
+    return not hasattr(embedder, "tokenizer")
+
+
 def plain_embed(embedder: Any, inputs: Sequence[Any], modality: str, batch_size: int) -> Any:
     import numpy as np
     import torch
@@ -291,8 +296,7 @@ def plain_train(embedder: Any, rows: list[dict[str, str]], args: argparse.Namesp
     torch.manual_seed(0)
     model = get_peft_model(base, LoraConfig(r=4, lora_alpha=4, target_modules=TARGET_MODULES))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
-    st = hasattr(embedder, "module") and not hasattr(embedder, "tokenizer")
-    one = plain_st_batch if st else plain_mllm_batch
+    one = plain_st_batch if is_st(embedder) else plain_mllm_batch
     size = args.train_batch
     for step in range(args.steps):
         batch = rows[step * size : (step + 1) * size]
@@ -341,7 +345,8 @@ def table(result: dict[str, Any]) -> str:
     lines = [
         f"`{result['spec']}`, batch {result['batch_size']}",
         "",
-        "| work | bindkit s (min / median / max) | plain s (min / median / max) | plain / bindkit |",
+        "| work | bindkit s (min / median / max) | plain s (min / median / max) "
+        "| plain / bindkit |",
         "|---|---|---|---|",
     ]
     for name, row in result["rows"].items():
