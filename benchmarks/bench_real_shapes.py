@@ -183,6 +183,11 @@ def seconds(run: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+def timed(run: Callable[[Any], object], inputs: Any) -> Callable[[], float]:
+    """A contender: the seconds ``run(inputs)`` takes."""
+    return lambda: seconds(lambda: run(inputs))
+
+
 def summary(plain: Timings, bindkit: Timings) -> dict[str, Any]:
     """min/median/max of each, and plain / bindkit: of the medians, and the per-round range."""
     paired = [p / b for p, b in zip(plain.seconds, bindkit.seconds, strict=True)]
@@ -213,9 +218,9 @@ def embed_bench(args: argparse.Namespace) -> dict[str, Any]:
         assert agreement > 0.99, f"{modality}: bindkit and the plain loop disagree ({agreement})"
         timings = alternate(
             {
-                "bindkit": lambda: seconds(lambda: ours(inputs)),
-                "plain": lambda: seconds(
-                    lambda: plain_embed(embedder, inputs, modality, args.batch_size)
+                "bindkit": timed(ours, inputs),
+                "plain": timed(
+                    lambda batch: plain_embed(embedder, batch, modality, args.batch_size), inputs
                 ),
             },
             args.rounds,
