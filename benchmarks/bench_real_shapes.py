@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +145,7 @@ def is_st(embedder: Any) -> bool:
     return not hasattr(embedder, "tokenizer")
 
 
-def plain_embed(embedder: Any, inputs: Sequence[Any], modality: str, batch_size: int) -> Any:
+def plain_embed(embedder: Any, inputs: Sequence[Any], modality: str, batch_size: int = 8) -> Any:
     import numpy as np
     import torch
 
@@ -220,7 +221,8 @@ def embed_bench(args: argparse.Namespace) -> dict[str, Any]:
             {
                 "bindkit": timed(ours, inputs),
                 "plain": timed(
-                    lambda batch: plain_embed(embedder, batch, modality, args.batch_size), inputs
+                    partial(plain_embed, embedder, modality=modality, batch_size=args.batch_size),
+                    inputs,
                 ),
             },
             args.rounds,
