@@ -216,3 +216,50 @@ def estimate_peak(
         activations=kept,
         workspace=workspace,
     )
+
+
+def count_parameters(config: Mapping[str, Any]) -> int:
+    """Parameters of the base model a ``config.json`` describes (built on the meta device:
+    no memory, no weights)."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    document = dict(config)
+    model_type = document.pop("model_type", None)
+    if model_type is None:
+        raise BindkitError("config.json has no model_type; give a transformers config")
+    built = AutoConfig.for_model(model_type, **document)
+    with torch.device("meta"):
+        model = AutoModel.from_config(built)
+    return sum(p.numel() for p in model.parameters())
+
+
+@dataclass(frozen=True)
+class StepSetting:
+    """What a training step holds at once: the options of the train config that decide it."""
+
+    batch_size: int
+    chunk_size: int = 0
+    gradient_checkpointing: bool = False
+    lora_r: int = 4
+
+    @property
+    def sequences(self) -> int:
+        """Inputs whose activations are alive together: a triplet batch's three sides, or one
+        GradCache chunk."""
+        return self.chunk_size if self.chunk_size else 3 * self.batch_size
+
+
+def estimate_for_config(
+    config: Mapping[str, Any], setting: StepSetting, *, tokens: int, weight_bytes: int
+) -> MemoryEstimate:
+    """:func:`estimate_peak` for a model ``config.json`` and a training setting."""
+    sizes = text_sizes(config, count_parameters(config))
+    return estimate_peak(
+        sizes,
+        sequences=setting.sequences,
+        tokens=tokens,
+        weight_bytes=weight_bytes,
+        lora_r=setting.lora_r,
+        gradient_checkpointing=setting.gradient_checkpointing,
+    )
