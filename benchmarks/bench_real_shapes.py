@@ -163,7 +163,7 @@ def plain_embed(embedder: Any, inputs: Sequence[Any], modality: str, batch_size:
 
 
 # -- embedding ---------------------------------------------------------------------------------
-def load(spec: str, dtype: str | None, root: Path) -> tuple[str, Any]:
+def load(spec: str, dtype: str | None, root: Path, batch_size: int) -> tuple[str, Any]:
     """The spec (a shape name becomes its random-weights folder) and its loaded embedder."""
     from bindkit.embed.registry import load_embedder
     from bindkit.embed.shapes import SHAPES, shape_spec
@@ -173,7 +173,8 @@ def load(spec: str, dtype: str | None, root: Path) -> tuple[str, Any]:
     if dtype:
         spec = f"{spec}+dtype={dtype}"
     started = time.perf_counter()
-    embedder = load_embedder(spec, cache=False, progress=False)
+    # the batch size given, not the one the backend would choose: the plain loop uses it too
+    embedder = load_embedder(spec, cache=False, progress=False, batch_size=batch_size)
     print(f"loaded {spec} in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     return spec, embedder
 
@@ -204,8 +205,7 @@ def summary(plain: Timings, bindkit: Timings) -> dict[str, Any]:
 def embed_bench(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
-    spec, embedder = load(args.spec, args.dtype, Path(args.root))
-    embedder.batch_size = args.batch_size
+    spec, embedder = load(args.spec, args.dtype, Path(args.root), args.batch_size)
     cases: dict[str, list[Any]] = {"text": texts(args.texts)}
     if "image" in embedder.modalities and args.images:
         cases["image"] = images(args.images, args.side)
@@ -325,7 +325,7 @@ def plain_train(embedder: Any, rows: list[dict[str, str]], args: argparse.Namesp
 
 
 def train_bench(args: argparse.Namespace) -> dict[str, Any]:
-    spec, embedder = load(args.spec, args.dtype, Path(args.root))
+    spec, embedder = load(args.spec, args.dtype, Path(args.root), args.batch_size)
     rows = triplet_rows(args.train_batch * args.steps)
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "train.jsonl"

@@ -201,7 +201,9 @@ def run_model(name: str, spec: str, args: argparse.Namespace, root: Path) -> dic
     device = args.device
     sync = synchronize(device)
     started = time.perf_counter()
-    embedder = load_embedder(f"{spec}+device={device}", cache=False, progress=False)
+    embedder = load_embedder(
+        f"{spec}+device={device}", cache=False, progress=False, batch_size=args.batch_size
+    )
     load_seconds = time.perf_counter() - started
     print(f"{name}: loaded in {load_seconds:.0f} s", file=sys.stderr, flush=True)
     embedder.batch_size = args.batch_size
