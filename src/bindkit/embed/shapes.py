@@ -191,21 +191,24 @@ def write_shape(name: str, out: Path, *, seed: int = 0) -> Path:
     from bindkit._io import make_dirs
 
     make_dirs(out.parent)
-    staging = out.parent / f".{out.name}.staging"
     import shutil
+    import tempfile
 
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
+    # one staging folder per writer: two processes asking for the same shape both succeed
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         if shape.family == "st":
             _write_text_encoder(shape, staging, seed)
         else:
             _write_mllm(shape, staging)
         (staging / RANDOM_WEIGHTS_FILE).write_text(json.dumps(marker, indent=2) + "\n")
-        staging.rename(out)
-    except BaseException:
+        try:
+            staging.rename(out)
+        except OSError:
+            if _written_as(out) != marker:  # another writer's folder of this shape is as good
+                raise
+    finally:
         shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out
 
 
