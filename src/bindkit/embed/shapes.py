@@ -63,7 +63,7 @@ class Shape:
     processor: dict[str, Any] | None = None
 
     def read_config(self) -> dict[str, Any]:
-        text = files("bindkit.embed").joinpath("data/shapes", self.config).read_text("utf-8")
+        text = files("bindkit.embed").joinpath(f"data/shapes/{self.config}").read_text("utf-8")
         config: dict[str, Any] = json.loads(text)
         return config
 

@@ -231,7 +231,7 @@ def count_parameters(config: Mapping[str, Any]) -> int:
     built = AutoConfig.for_model(model_type, **document)
     with torch.device("meta"):
         model = AutoModel.from_config(built)
-    return sum(p.numel() for p in model.parameters())
+    return int(sum(p.numel() for p in model.parameters()))
 
 
 @dataclass(frozen=True)
