@@ -81,7 +81,7 @@ def _setting(args: argparse.Namespace) -> Any:
     from bindkit.train.memory import StepSetting
 
     names = [f.name for f in fields(StepSetting)]
-    values = {f.name: f.default for f in fields(TrainConfig) if f.name in names}
+    values: dict[str, Any] = {f.name: f.default for f in fields(TrainConfig) if f.name in names}
     if args.recipe is not None:
         from bindkit.recipes.recipe import Recipe, packaged_recipe
 
