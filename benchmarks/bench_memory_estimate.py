@@ -69,7 +69,9 @@ def measure(folder: str, batch: int, checkpointing: bool, out: str) -> dict[str,
 
     def measured(self: Any, *args: Any) -> None:
         batch_inputs = self.objective.collate(self.embedder, list(range(len(rows))), 0)
-        seen["tokens"] = [int(side[0]["input_ids"].shape[1]) for side in batch_inputs.sides]
+        seen["tokens"] = [
+            int(side[0].groups[0][1]["input_ids"].shape[1]) for side in batch_inputs.sides
+        ]
         seen["before"] = rss()
         Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark
         loop(self, *args)
@@ -128,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 work.mkdir()
                 child = [sys.executable, __file__, "--child", str(folder), str(batch)]
                 child += ["1" if checkpointing else "0", str(work)]
-                done = subprocess.run(child, capture_output=True, text=True, check=True)
+                done = subprocess.run(child, capture_output=True, text=True)
+                if done.returncode != 0:
+                    raise SystemExit(f"the measuring process failed:\n{done.stderr[-3000:]}")
                 measured = json.loads(done.stdout.strip().splitlines()[-1])
                 guess = estimate(folder, batch, checkpointing, measured["tokens"])
                 rows.append(
