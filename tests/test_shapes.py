@@ -89,6 +89,7 @@ def test_random_weights_are_seeded(tmp_path: Path) -> None:
     assert not np.allclose(vectors["a"], vectors["c"])
 
 
+@pytest.mark.slow  # 8 s: 22.7M random weights written to disk
 def test_the_text_encoder_shape_carries_its_weights(tmp_path: Path) -> None:
     from bindkit.embed.registry import load_embedder
 
