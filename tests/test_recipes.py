@@ -202,13 +202,12 @@ def test_a_training_row_that_fails_synth_validate_or_leaks_is_refused(
 def test_out_of_gpu_memory_says_what_to_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import torch
-
     from bindkit.recipes import run
     from bindkit.recipes.data import RecipeData
+    from bindkit.train.memory import TrainingOutOfMemoryError
 
-    def out_of_memory(config: object, reuse: bool) -> None:
-        raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+    def out_of_memory(config: Any, reuse: bool) -> None:
+        raise TrainingOutOfMemoryError(config.out, config)
 
     monkeypatch.setattr("bindkit.train.trainer.train_triplets", out_of_memory)
     files = {name: tmp_path / f"{name}.jsonl" for name in ("train", "val", "test", "p")}
@@ -221,9 +220,10 @@ def test_out_of_gpu_memory_says_what_to_set(
     with pytest.raises(BindkitError) as caught:
         runner.train(_binding().runs[0], data, 2e-3)
     assert str(caught.value) == (
-        "run preserve: out of GPU memory at train.batch_size 32; set train.chunk_size = 16 "
-        "(GradCache: the same gradients, less memory), or train.batch_size = 16 with "
-        "train.grad_accum = 2"
+        "run preserve: out of memory at batch size 32; lower the peak with "
+        "train.gradient_checkpointing = true, or train.chunk_size = 16 (GradCache), or "
+        "train.batch_size = 16 with train.grad_accum = 2; `bindkit memory` estimates a "
+        "setting's peak before a run"
     )
 
 

@@ -99,6 +99,12 @@ def add_lora(
     )
     # peft directly (transformers' add_adapter demands a newer peft than some installs have)
     inject_adapter_in_model(config, model)
+    for name, parameter in model.named_parameters():
+        # on a bf16/fp16 base, peft makes LoRA bf16 too, where AdamW's small steps round away
+        # (bf16 keeps 8 bits: a 1e-5 step on a 0.1 weight is lost); LoRA trains in fp32 and
+        # peft casts each layer's input to it and the output back
+        if ".lora_" in name and parameter.dtype in (torch.bfloat16, torch.float16):
+            parameter.data = parameter.data.float()
     model._bindkit_lora_config = config
     return model
 

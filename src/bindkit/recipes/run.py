@@ -274,18 +274,15 @@ class _Runner:
             overwrite=self.overwrite,
         )
         self.say(f"run `{run.name}`: seed {run.seed}, preservation {run.preservation}")
-        import torch
+        from bindkit.train.memory import TrainingOutOfMemoryError, out_of_memory_advice
 
         try:
             # a finished run of this identity is reused, a killed one resumes from its checkpoint
             return train_triplets(config, reuse=True)
-        except torch.cuda.OutOfMemoryError:
+        except TrainingOutOfMemoryError as exc:
             # training has no batch back-off (the batch is the loss's negatives); say what to set
-            half = max(1, config.batch_size // 2)
             raise BindkitError(
-                f"run {run.name}: out of GPU memory at train.batch_size {config.batch_size}; "
-                f"set train.chunk_size = {half} (GradCache: the same gradients, less memory), "
-                f"or train.batch_size = {half} with train.grad_accum = {2 * config.grad_accum}"
+                out_of_memory_advice(f"run {run.name}", exc.config, prefix="train.")
             ) from None
 
     def wang_tradeoff(self, name: str, run: dict[str, Any]) -> dict[str, Any]:

@@ -158,6 +158,14 @@ class BaseTrainConfig:
             Range(0, 65_536),
         ),
     )
+    gradient_checkpointing: bool = field(
+        default=False,
+        metadata=_help(
+            "recompute each layer's activations in the backward pass instead of keeping them: "
+            "activation memory of one layer instead of all, the same loss and gradients, about "
+            "a third more compute"
+        ),
+    )
     lora_r: int = field(default=4, metadata=_help("LoRA rank", Range(1, 1024)))
     lora_alpha: float = field(
         default=4.0,
@@ -450,6 +458,9 @@ OUTPUT_ONLY_FIELDS: dict[str, str] = {
     "overwrite": "what happens to an earlier run in --out",
     "save_every": "how often a checkpoint is written (a resume restores the exact state)",
     "eval_every": "how often validation is printed (scores only, no effect on the weights)",
+    "gradient_checkpointing": "recomputes activations in the backward pass: the same loss and "
+    "gradients, less memory (tests/test_train_memory.py); a run that ran out of memory resumes "
+    "with it on",
 }
 NON_RESULT_FIELDS = frozenset(OUTPUT_ONLY_FIELDS)
 

@@ -52,6 +52,7 @@ from bindkit.train.auxiliary import (
     read_sentences,
 )
 from bindkit.train.config import NON_RESULT_FIELDS, BaseTrainConfig, ClusterTrainConfig, TrainConfig
+from bindkit.train.memory import TrainingOutOfMemoryError, enable_checkpointing, train_mode
 from bindkit.train.objectives import Batch, Objective, objective_for
 
 __all__ = [
@@ -418,7 +419,14 @@ def train(
     main = state.is_main_process
     lock = directory_lock(out, f"bindkit train {inputs.objective.name}") if main else nullcontext()
     with lock:
-        return _Run(config, out, inputs, list(auxiliary_losses), identity, reuse).run()
+        try:
+            return _Run(config, out, inputs, list(auxiliary_losses), identity, reuse).run()
+        except Exception as exc:
+            from bindkit.embed.base import is_out_of_memory
+
+            if not is_out_of_memory(exc):
+                raise
+            raise TrainingOutOfMemoryError(str(out), config) from None
 
 
 def process_state() -> Any:
@@ -515,6 +523,9 @@ class _Run:
             alpha=config.lora_alpha,
             dropout=config.lora_dropout,
             seed=config.seed,
+        )
+        self.checkpointed = (
+            enable_checkpointing(embedder.module) if config.gradient_checkpointing else []
         )
         if config.attn_loss:
             self.auxiliary.append(AttentionTerm(embedder, config.attn_tau, config.attn_weight))
@@ -713,7 +724,7 @@ class _Run:
         from tqdm.auto import tqdm
 
         config, embedder = self.config, self.embedder
-        embedder.module.train(config.model_dropout)
+        train_mode(embedder.module, config.model_dropout, self.checkpointed)
         bar = tqdm(
             total=total,
             initial=start,
@@ -753,7 +764,7 @@ class _Run:
                     entry: dict[str, Any] = {"step": steps, "loss": running}
                     if config.eval_every and steps % config.eval_every == 0 and self.val:
                         entry["val_triplet_accuracy"] = triplet_accuracy(embedder, self.val)
-                        embedder.module.train(config.model_dropout)
+                        train_mode(embedder.module, config.model_dropout, self.checkpointed)
                         bar.write(f"step {steps}: val accuracy {entry['val_triplet_accuracy']:.3f}")
                     history.append(entry)
                     if config.save_every and steps % config.save_every == 0 and not last:

@@ -39,6 +39,7 @@ from bindkit.embed.backends.mllm.prompts import IMAGE_PAD, VIDEO_PAD, stored_cha
 from bindkit.embed.backends.mllm.video import VIDEO_MODEL_TYPES, VideoMLLM
 from bindkit.embed.images import ImagePolicy
 from bindkit.embed.protocol import Modality, Role
+from bindkit.embed.shapes import build_random_model, random_weights
 from bindkit.embed.weights import require_checkpoint, weights_identity
 from bindkit.errors import BindkitError
 
@@ -158,7 +159,10 @@ class MLLMEmbedder(VideoMLLM):
         transformers.logging.set_verbosity_error()  # the unused lm_head is expected, not news
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(name)
-            model = transformers.AutoModel.from_pretrained(name, dtype=getattr(torch, dtype))
+            if random_weights(name) is not None:  # a published shape, random weights
+                model = build_random_model(name, getattr(torch, dtype))
+            else:
+                model = transformers.AutoModel.from_pretrained(name, dtype=getattr(torch, dtype))
         except OSError as exc:
             raise BindkitError(
                 f"{family}:{name}: cannot load ({exc}); give a local checkpoint directory or a "

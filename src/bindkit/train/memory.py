@@ -1,0 +1,265 @@
+"""Training memory: activation checkpointing, the out-of-memory advice, and the peak estimate.
+
+- :func:`enable_checkpointing`: each decoder/encoder layer of the transformers model keeps only
+  its input and recomputes its insides during the backward pass (non-reentrant
+  ``torch.utils.checkpoint``), so activation memory falls from every layer's tensors to one
+  layer's; the loss and the gradients are those of the plain forward (tested).
+- :func:`out_of_memory_advice`: the one line an out-of-memory error becomes, naming the knobs.
+- :func:`estimate_peak`: a pure estimate of a training step's peak memory from the model's
+  sizes and the batch, so ``bindkit memory`` can say before a run whether it fits. What it counts
+  (a decoder layer under LoRA on q/k/v/o, per token, in the weights' precision): the inputs of
+  the two norms and the LoRA-A input (3 hidden), q/k after their norms, q/k/v and the attention
+  output kept by the attention kernel, and the MLP's gate, up and activated gate (3 intermediate);
+  with checkpointing one hidden vector per layer plus one layer recomputed. Attention is taken
+  as a fused kernel (no sequence² matrix), as SDPA runs on GPUs and on the CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bindkit.errors import BindkitError
+
+GIB = 1 << 30
+
+
+def checkpointed_layers(module: Any) -> list[Any]:
+    """The layers of ``module`` that recompute themselves in the backward pass."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    return [
+        m
+        for m in module.modules()
+        if isinstance(m, GradientCheckpointingLayer) and m.gradient_checkpointing is True
+    ]
+
+
+def enable_checkpointing(module: Any) -> list[Any]:
+    """Turn on activation checkpointing in the transformers model inside an embedder's module.
+
+    Returns the checkpointed layers: they recompute only while ``training`` is set on them,
+    which :func:`train_mode` does without switching the model's dropout on.
+
+    Raises:
+        BindkitError: the model has no checkpointable layers (``builtin:tiny-clip``).
+    """
+    from bindkit.adapters.lora import transformers_model
+
+    model = transformers_model(module)
+    if not getattr(model, "supports_gradient_checkpointing", False):
+        raise BindkitError(
+            f"{type(model).__name__}: no gradient checkpointing for this architecture; drop "
+            "--gradient-checkpointing (train.gradient_checkpointing) or use --chunk-size"
+        )
+    # transformers renamed the call (activation_checkpointing_enable, 5.x); both take the kwargs
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is not None:
+        enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return checkpointed_layers(model)
+
+
+def train_mode(module: Any, dropout: bool, checkpointed: list[Any]) -> None:
+    """``module.train(dropout)``, with the checkpointed layers' own flag set: transformers
+    recomputes a layer only in training mode, and a layer's flag leaves its submodules' dropout
+    as ``dropout`` says."""
+    module.train(dropout)
+    for layer in checkpointed:
+        layer.training = True
+
+
+def out_of_memory_advice(where: str, config: Any, *, prefix: str = "--") -> str:
+    """The line an out-of-memory error in training becomes: the knobs that lower the peak, in
+    the order that keeps the result (checkpointing and GradCache give the same gradients; a
+    smaller batch with accumulation changes only the in-batch negatives of InfoNCE).
+
+    ``config`` is a train config (its batch option: ``batch_size`` or ``clusters_per_step``);
+    ``prefix`` names options as flags (``--``) or as a recipe's keys (``train.``).
+    """
+    flags = prefix == "--"
+
+    def option(name: str, value: Any = None) -> str:
+        named = f"--{name.replace('_', '-')}" if flags else f"{prefix}{name}"
+        if value is None:
+            return named if flags else f"{named} = true"
+        return f"{named} {value}" if flags else f"{named} = {value}"
+
+    batch_option = "batch_size" if hasattr(config, "batch_size") else "clusters_per_step"
+    batch = int(getattr(config, batch_option))
+    half = max(1, batch // 2)
+    steps = []
+    if not config.gradient_checkpointing:
+        steps.append(option("gradient_checkpointing"))
+    if config.chunk_size != 1:
+        chunk = max(1, (config.chunk_size or batch) // 2)
+        steps.append(option("chunk_size", chunk) + " (GradCache)")
+    steps.append(f"{option(batch_option, half)} with {option('grad_accum', 2 * config.grad_accum)}")
+    return (
+        f"{where}: out of memory at {batch_option.replace('_', ' ')} {batch}; lower the peak "
+        f"with {', or '.join(steps)}; `bindkit memory` estimates a setting's peak before a run"
+    )
+
+
+class TrainingOutOfMemoryError(BindkitError):
+    """Training ran out of memory; the message names the knobs (:func:`out_of_memory_advice`)."""
+
+    def __init__(self, where: str, config: Any) -> None:
+        super().__init__(out_of_memory_advice(where, config))
+        self.config = config
+
+
+@dataclass(frozen=True)
+class ModelSizes:
+    """What the estimate needs of a model: parameters and the text layers' widths."""
+
+    parameters: int
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    norm_qk: bool = False
+
+    @property
+    def lora_targets(self) -> tuple[int, ...]:
+        """(in, out) sums of the q, k, v, o projections: LoRA adds r·(in + out) each."""
+        q = self.heads * self.head_dim
+        kv = self.kv_heads * self.head_dim
+        return (self.hidden + q, self.hidden + kv, self.hidden + kv, q + self.hidden)
+
+
+def text_sizes(config: Mapping[str, Any], parameters: int) -> ModelSizes:
+    """The text part's sizes from a ``config.json`` (nested ``text_config`` or flat; BERT or
+    Qwen names)."""
+    text = config.get("text_config") or config
+    heads = int(text["num_attention_heads"])
+    hidden = int(text["hidden_size"])
+    return ModelSizes(
+        parameters=parameters,
+        layers=int(text["num_hidden_layers"]),
+        hidden=hidden,
+        intermediate=int(text["intermediate_size"]),
+        heads=heads,
+        kv_heads=int(text.get("num_key_value_heads") or heads),
+        head_dim=int(text.get("head_dim") or hidden // heads),
+        norm_qk=str(text.get("model_type", "")).startswith("qwen3"),
+    )
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes by part, and their sum (the peak of one optimizer step)."""
+
+    weights: int
+    lora: int
+    activations: int
+    workspace: int
+
+    @property
+    def peak(self) -> int:
+        return self.weights + self.lora + self.activations + self.workspace
+
+    def lines(self) -> list[str]:
+        parts = [
+            ("frozen weights", self.weights),
+            ("LoRA weights, gradients, AdamW state", self.lora),
+            ("activations kept for the backward pass", self.activations),
+            ("one layer's working tensors", self.workspace),
+            ("estimated peak", self.peak),
+        ]
+        return [f"{label}: {value / GIB:.2f} GiB" for label, value in parts]
+
+
+def estimate_peak(
+    sizes: ModelSizes,
+    *,
+    sequences: int,
+    tokens: int,
+    weight_bytes: int = 2,
+    lora_r: int = 4,
+    gradient_checkpointing: bool = False,
+) -> MemoryEstimate:
+    """Peak memory of one training step: ``sequences`` inputs of ``tokens`` tokens each held
+    for one backward pass (triplets: 3 x batch size, or 2 x chunk size under GradCache: a chunk
+    of one side at a time, with its gradient cache), weights of ``weight_bytes`` bytes each.
+
+    Example:
+        >>> sizes = ModelSizes(1000, layers=2, hidden=4, intermediate=8, heads=2, kv_heads=1,
+        ...                    head_dim=2)
+        >>> estimate_peak(sizes, sequences=1, tokens=10, weight_bytes=4).activations
+        3840
+    """
+    positions = sequences * tokens
+    q = sizes.heads * sizes.head_dim
+    kv = sizes.kv_heads * sizes.head_dim
+    # per token of one layer: norm inputs + LoRA-A input, attention q/k/v/out (+ q/k norms), MLP
+    per_layer = 3 * sizes.hidden + (q + 2 * kv + q) + 3 * sizes.intermediate
+    if sizes.norm_qk:
+        per_layer += q + kv
+    layer_bytes = per_layer * positions * weight_bytes
+    if gradient_checkpointing:
+        kept = sizes.layers * sizes.hidden * positions * weight_bytes + layer_bytes
+    else:
+        kept = sizes.layers * layer_bytes
+    lora_parameters = sizes.layers * lora_r * sum(sizes.lora_targets)
+    # fp32 LoRA weight, its gradient and AdamW's two moments; LoRA's r-wide inputs are kept too
+    lora = 16 * lora_parameters + sizes.layers * 4 * lora_r * positions * weight_bytes
+    # the largest transient: the MLP's intermediate tensors and the backward's copies of them
+    workspace = 2 * sizes.intermediate * positions * weight_bytes
+    return MemoryEstimate(
+        weights=sizes.parameters * weight_bytes,
+        lora=lora,
+        activations=kept,
+        workspace=workspace,
+    )
+
+
+def count_parameters(config: Mapping[str, Any]) -> int:
+    """Parameters of the base model a ``config.json`` describes (built on the meta device:
+    no memory, no weights)."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    document = dict(config)
+    model_type = document.pop("model_type", None)
+    if model_type is None:
+        raise BindkitError("config.json has no model_type; give a transformers config")
+    built = AutoConfig.for_model(model_type, **document)
+    with torch.device("meta"):
+        model = AutoModel.from_config(built)
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+@dataclass(frozen=True)
+class StepSetting:
+    """What a training step holds at once: the options of the train config that decide it."""
+
+    batch_size: int
+    chunk_size: int = 0
+    gradient_checkpointing: bool = False
+    lora_r: int = 4
+
+    @property
+    def sequences(self) -> int:
+        """Inputs whose activations are alive together: a triplet batch's three sides, or one
+        GradCache chunk."""
+        return self.chunk_size if self.chunk_size else 3 * self.batch_size
+
+
+def estimate_for_config(
+    config: Mapping[str, Any], setting: StepSetting, *, tokens: int, weight_bytes: int
+) -> MemoryEstimate:
+    """:func:`estimate_peak` for a model ``config.json`` and a training setting."""
+    sizes = text_sizes(config, count_parameters(config))
+    return estimate_peak(
+        sizes,
+        sequences=setting.sequences,
+        tokens=tokens,
+        weight_bytes=weight_bytes,
+        lora_r=setting.lora_r,
+        gradient_checkpointing=setting.gradient_checkpointing,
+    )
