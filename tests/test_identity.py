@@ -29,7 +29,14 @@ from bindkit.train.trainer import run_identity
 
 # the reviewed decision: these fields alone change nothing a run computes. Adding a field here
 # is a decision to be made in review, with its reason in OUTPUT_ONLY_FIELDS.
-REVIEWED_OUTPUT_ONLY = {"out", "progress", "overwrite", "save_every", "eval_every"}
+REVIEWED_OUTPUT_ONLY = {
+    "out",
+    "progress",
+    "overwrite",
+    "save_every",
+    "eval_every",
+    "gradient_checkpointing",  # same loss and gradients (tests/test_train_memory.py)
+}
 
 
 def _configs(tmp: Path) -> list[Any]:

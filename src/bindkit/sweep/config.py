@@ -423,3 +423,20 @@ def _end(param: Param, end: int) -> Any:
     value = param.low if end == 0 else param.high
     assert value is not None
     return int(value) if param.kind == "int" else value
+
+
+def spec_with_adapter(model: str, adapter: Path | None) -> str:
+    return model if adapter is None else f"{model}+adapter={adapter}"
+
+
+def base_model(config: SweepConfig) -> str:
+    """The model every trial starts from ("" when the config names none)."""
+    if config.recipe is not None:
+        return str(config.recipe.replace(**config.fixed).model)
+    return str(config.fixed.get("model", ""))
+
+
+def point_adapter(folder: Path, alpha: float) -> Path:
+    """A trial point's adapter: the raw one (``adapter-raw``, a recipe's and a training run's
+    alike) at α 1, else its LiNeS copy ``adapter-lines-<α>``."""
+    return folder / ("adapter-raw" if alpha == 1.0 else f"adapter-lines-{alpha:g}")

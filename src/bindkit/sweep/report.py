@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bindkit._io import atomic_write_bytes, atomic_write_text
-from bindkit.sweep.config import SweepConfig
+from bindkit.sweep.config import SweepConfig, base_model, point_adapter, spec_with_adapter
 from bindkit.sweep.front import pareto_front
 
 
@@ -127,7 +127,6 @@ def front_changes(front: list[dict[str, Any]], config: SweepConfig, out: Path) -
     embeddings from the cache): how sure each point of the front is, not only where it lies."""
     from bindkit.recipes.panel import panel_changes
     from bindkit.recipes.run import change_table
-    from bindkit.sweep.study import base_model, point_adapter, spec_with_adapter
 
     model = base_model(config)
     changes: dict[str, dict[str, Any]] = {}

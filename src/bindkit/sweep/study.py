@@ -46,8 +46,11 @@ from bindkit.sweep.config import (
     PATH_FIELDS,
     Param,
     SweepConfig,
+    base_model,
     check_count,
     load_config,
+    point_adapter,
+    spec_with_adapter,
 )
 from bindkit.train.config import TrainConfig
 
@@ -250,23 +253,6 @@ def reclaim_dead_trials(study: Any, storage: Any) -> list[int]:
             study.add_trial(retry)
             reclaimed.append(trial.number)
     return reclaimed
-
-
-def spec_with_adapter(model: str, adapter: Path | None) -> str:
-    return model if adapter is None else f"{model}+adapter={adapter}"
-
-
-def base_model(config: SweepConfig) -> str:
-    """The model every trial starts from ("" when the config names none)."""
-    if config.recipe is not None:
-        return str(config.recipe.replace(**config.fixed).model)
-    return str(config.fixed.get("model", ""))
-
-
-def point_adapter(folder: Path, alpha: float) -> Path:
-    """A trial point's adapter: the raw one (``adapter-raw``, a recipe's and a training run's
-    alike) at α 1, else its LiNeS copy ``adapter-lines-<α>``."""
-    return folder / ("adapter-raw" if alpha == 1.0 else f"adapter-lines-{alpha:g}")
 
 
 def objective_values(config: SweepConfig, scores: dict[str, float]) -> dict[str, float]:
