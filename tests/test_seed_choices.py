@@ -26,9 +26,11 @@ CLAIM = re.compile(r"(?i)\bseed(?: 00\d)?'s (?:defaults?|recipe|values?)\b|\bas 
 
 
 def _slug(heading: str) -> str:
-    """GitHub's anchor of a markdown heading."""
-    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
-    return text.replace(" ", "-")
+    """The docs site's anchor of a markdown heading (Python-Markdown's toc slugify, which the
+    strict mkdocs build checks links against: runs of spaces and hyphens become one hyphen)."""
+    from markdown.extensions.toc import slugify
+
+    return str(slugify(heading.strip(), "-"))
 
 
 def _page() -> str:
