@@ -249,3 +249,19 @@ def test_the_recipe_reproduces_the_old_demo_s_adapter_bytes(tmp_path: Path) -> N
     for label, row in TEST_HALF_TABLE.items():
         assert record["table"][label] == pytest.approx(row)
     assert record["adapter"]["adapter_model.safetensors"] == OLD_SOUP_SHA256
+
+
+def test_the_demo_runs_binding_v2_on_request() -> None:
+    """`--recipe binding-v2`: binding-v1's runs, soup and options with the role-scene mix; the
+    panel the same test halves; an unknown recipe is refused before any work."""
+    v1, v2 = (
+        demo_recipe(DemoOptions(out="d")),
+        demo_recipe(DemoOptions(out="d", recipe="binding-v2")),
+    )
+    assert (v2.name, v2.data.mix) == ("binding-v2", "fullpararelnegLEORR")
+    assert (v2.train, v2.runs, v2.soup, v2.panel) == (v1.train, v1.runs, v1.soup, v1.panel)
+    assert {e.half for e in v2.panel} == {"test"}
+    with pytest.raises(
+        BindkitError, match="--recipe binding-v9: give one of binding-v1, binding-v2"
+    ):
+        DemoOptions(out="d", recipe="binding-v9")
