@@ -77,10 +77,10 @@ ROWS: list[Case] = [
     ),
     C(
         "ft09",
-        "finetune --recipe binding-v2 --out o",
+        "finetune --recipe bindng-v1 --out o",
         "",
         2,
-        "--recipe binding-v2: no such packaged recipe (did you mean binding-v1?)",
+        "--recipe bindng-v1: no such packaged recipe (did you mean binding-v1?)",
         absent=ABSENT,
     ),
     C(
