@@ -1259,8 +1259,8 @@ I21_DEMO = [
     C("i21_dm20", f"{DM} --sts sts", "sts:good.tsv", 2, "--sts sts: file not found"),
     C("i21_dm21", "demo finetune", "", 2, "the following arguments are required: --out"),
     C("i21_dm22", "demo finetune --out regular_file/d", "regular_file", 2, "regular_file/d: not a directory"),
-    C("i21_dm23", "demo finetune --out ro/d", "ro", 2, "ro/d: read-only file system"),
-    C("i21_dm24", "demo finetune --out imm/d", "imm", 2, "imm/d: operation not permitted"),
+    C("i21_dm23", "demo finetune --out ro/d", "ro", 2, "--out ro/d: ro is not writable"),
+    C("i21_dm24", "demo finetune --out imm/d", "imm", 2, "--out imm/d: imm is not writable"),
 ]
 
 # the commands of stop 28: compare, fetch, export, export-results, eval --instructions, the
