@@ -155,6 +155,7 @@ def demo_section(name: str, file: str, record: dict[str, Any]) -> str:
     """A demo's table and its changes vs base with paired intervals, from the ``recipe.json``
     its run wrote (``data/<file>``, as written)."""
     from bindkit.demo.finetune import COLUMN_LABELS
+    from bindkit.recipes.run import change_cell
 
     recipe = record["identity"]["recipe"]["name"]
     if recipe != name:
@@ -187,14 +188,7 @@ def demo_section(name: str, file: str, record: dict[str, Any]) -> str:
         "|---|" + "---|" * len(columns),
     ]
     for row, by_column in changes.items():
-        cells = []
-        for c in columns:
-            change = by_column.get(c)
-            if change is None:
-                cells.append("–")
-                continue
-            d, lo, hi = (100 * change[k] for k in ("delta", "low", "high"))
-            cells.append(f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]")
+        cells = [change_cell(by_column.get(c)) for c in columns]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     lines += [
         "",

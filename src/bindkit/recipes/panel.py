@@ -161,23 +161,10 @@ def score_panel(
     (``--data``, ``--pairings``), which the TOML file spells ``panel[i].data``, ``.pairing``.
     An entry over several subsets scores their mean.
     """
-    from bindkit.evaluation import evaluate
-
     scores: dict[str, float] = {}
     for index, entry in enumerate(panel):
         try:
-            records = evaluate(
-                [model],
-                task=entry.task,
-                data=entry.data,
-                pairings=entry.pairing,
-                subsets=entry.subset,
-                half=entry.half,
-                out=results,
-                cache=cache,
-                report=False,
-                verbose=False,
-            )
+            records = _evaluate(model, entry, results, cache)
         except BindkitError as exc:
             raise BindkitError(f"panel[{index}] ({entry.name}): {exc}") from None
         values = []
@@ -193,6 +180,24 @@ def score_panel(
             raise BindkitError(f"panel {entry.name}: evaluated nothing; check its subset/pairing")
         scores[entry.name] = sum(values) / len(values)
     return scores
+
+
+def _evaluate(spec: str, entry: PanelEntry, results: Path, cache: bool) -> list[dict[str, Any]]:
+    """``entry``'s evaluation of ``spec`` into ``results`` (a finished one is reused)."""
+    from bindkit.evaluation import evaluate
+
+    return evaluate(
+        [spec],
+        task=entry.task,
+        data=entry.data,
+        pairings=entry.pairing,
+        subsets=entry.subset,
+        half=entry.half,
+        out=results,
+        cache=cache,
+        report=False,
+        verbose=False,
+    )
 
 
 def panel_changes(
@@ -239,23 +244,11 @@ def _items(
     and the statistic the entry's score is of them."""
     import numpy as np
 
-    from bindkit.evaluation import evaluate
     from bindkit.metrics.paired import mean_of, spearman_of
     from bindkit.results.per_query import read_per_query
     from bindkit.results.store import result_path
 
-    records = evaluate(
-        [spec],
-        task=entry.task,
-        data=entry.data,
-        pairings=entry.pairing,
-        subsets=entry.subset,
-        half=entry.half,
-        out=results,
-        cache=cache,
-        report=False,
-        verbose=False,
-    )
+    records = _evaluate(spec, entry, results, cache)
     strata, statistic = [], None
     for record in records:
         path = result_path(

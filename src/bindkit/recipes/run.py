@@ -401,13 +401,6 @@ def change_table(columns: list[str], changes: dict[str, dict[str, Any]]) -> list
     interval (``+68.1 [+65.2, +71.0]``); empty without changes."""
     if not changes:
         return []
-
-    def cell(change: dict[str, Any] | None) -> str:
-        if change is None:
-            return "–"
-        d, lo, hi = (100 * change[k] for k in ("delta", "low", "high"))
-        return f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-
     lines = [
         "",
         "Change vs base in points, with its 95 % paired bootstrap interval (the same items "
@@ -417,8 +410,16 @@ def change_table(columns: list[str], changes: dict[str, dict[str, Any]]) -> list
         "|---" * (len(columns) + 1) + "|",
     ]
     for label, row in changes.items():
-        lines.append(f"| {label} | " + " | ".join(cell(row.get(c)) for c in columns) + " |")
+        lines.append(f"| {label} | " + " | ".join(change_cell(row.get(c)) for c in columns) + " |")
     return lines
+
+
+def change_cell(change: dict[str, Any] | None) -> str:
+    """A change in points with its interval, ``+68.10 [+65.20, +71.00]``; ``–`` for none."""
+    if change is None:
+        return "–"
+    d, lo, hi = (100 * change[k] for k in ("delta", "low", "high"))
+    return f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]"
 
 
 def render_report(recipe: Recipe, record: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bindkit._io import atomic_write_bytes, atomic_write_text
-from bindkit.sweep.config import SweepConfig, base_model, point_adapter, spec_with_adapter
+from bindkit.sweep.config import SweepConfig
 from bindkit.sweep.front import pareto_front
 
 
@@ -33,7 +33,13 @@ def rows(study: Any, config: SweepConfig) -> list[dict[str, Any]]:
             continue
         for point in points:
             table.append(
-                {**common, "alpha": point["alpha"], **point["scores"], **point["objectives"]}
+                {
+                    **common,
+                    "alpha": point["alpha"],
+                    **point["scores"],
+                    **point["objectives"],
+                    "changes": point.get("changes"),  # not a column: front_changes reads it
+                }
             )
     scored = [r for r in table if r["alpha"] != ""]
     flags = pareto_front([[r[name] for name in config.objectives] for r in scored])
@@ -108,7 +114,7 @@ def write_outputs(study: Any, config: SweepConfig, out: Path) -> list[Path]:
         *_markdown(table, names),
         "",
     ]
-    lines += front_changes(front, config, out)
+    lines += front_changes(front, config)
     atomic_write_text(out / "sweep.md", "\n".join(lines))
     plot = out / "sweep.png"
     atomic_write_bytes(plot, _plot(table, config))
@@ -120,25 +126,19 @@ def write_outputs(study: Any, config: SweepConfig, out: Path) -> list[Path]:
     return written
 
 
-def front_changes(front: list[dict[str, Any]], config: SweepConfig, out: Path) -> list[str]:
+def front_changes(front: list[dict[str, Any]], config: SweepConfig) -> list[str]:
     """Each front point's change vs the base model on every panel entry, with its 95 % paired
     bootstrap interval (:func:`bindkit.recipes.panel.panel_changes`: the same items resampled
-    for both; the base's per-item results are made once in the trial's ``results/``, its
-    embeddings from the cache): how sure each point of the front is, not only where it lies."""
-    from bindkit.recipes.panel import panel_changes
+    for both), as the trial's worker recorded it when it scored the point: how sure each point
+    of the front is, not only where it lies. Points scored before changes were recorded are
+    left out."""
     from bindkit.recipes.run import change_table
 
-    model = base_model(config)
-    changes: dict[str, dict[str, Any]] = {}
-    for row in front:
-        folder = out / str(row.get("dir", ""))
-        adapter = point_adapter(folder, float(row["alpha"]))
-        if not model or not row.get("dir") or not adapter.is_dir():
-            continue
-        spec = spec_with_adapter(model, adapter)
-        found = panel_changes(model, spec, config.panel, folder / "results")
-        label = f"T{row['trial']} α {float(row['alpha']):g}"
-        changes[label] = {name: None if c is None else vars(c) for name, c in found.items()}
+    changes = {
+        f"T{row['trial']} α {float(row['alpha']):g}": row["changes"]
+        for row in front
+        if row.get("changes")
+    }
     if not changes:
         return []
     return [

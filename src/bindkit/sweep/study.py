@@ -38,7 +38,7 @@ from typing import Any
 from bindkit._io import canonical_json, sha256_bytes, sha256_file
 from bindkit._lock import process_alive
 from bindkit.errors import BindkitError
-from bindkit.recipes.panel import score_panel
+from bindkit.recipes.panel import panel_changes, score_panel
 from bindkit.recipes.recipe import Recipe
 from bindkit.sweep.config import (
     MAX_SEED,
@@ -364,7 +364,17 @@ class Objective:
             if not _finite([*scores.values(), *values.values()]):
                 trial.set_user_attr("failure", f"non-finite scores at alpha {alpha:g}")
                 raise DivergedError(f"trial {trial.number}: scores are not finite")
-            points.append({"alpha": alpha, "scores": scores, "objectives": values})
+            # the change vs base with its paired interval, made here by the trial's own worker
+            # (another worker never writes this trial's results: the report only reads them)
+            changes = {
+                name: None if change is None else vars(change)
+                for name, change in panel_changes(
+                    model, spec, config.panel, folder / "results"
+                ).items()
+            }
+            points.append(
+                {"alpha": alpha, "scores": scores, "objectives": values, "changes": changes}
+            )
         trial.set_user_attr("points", points)
         return tuple(points[0]["objectives"][name] for name in config.objectives)
 
