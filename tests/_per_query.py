@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bindkit.results.per_query import PerQuery, read_per_query
+from bindkit.records.per_query import PerQuery, read_per_query
 from bindkit.results.store import collect_paths
 
 

@@ -18,7 +18,7 @@ datasets = pytest.importorskip("datasets")
 pytest.importorskip("huggingface_hub")
 pytest.importorskip("PIL")
 
-from bindkit.hub.read import local_path  # noqa: E402
+from bindkit.hfdata.read import local_path  # noqa: E402
 
 
 def load(path: Path, tmp_path: Path, name: str | None = None, **kwargs: Any) -> Any:
@@ -47,7 +47,7 @@ def rendered_hf(rendered: Path) -> Path:
 def test_saber_export_loads_back_equal_field_by_field_with_image_bytes(
     rendered: Path, rendered_hf: Path, tmp_path: Path
 ) -> None:
-    from bindkit.hub.schema import mcq_json, saber_features
+    from bindkit.hfdata.schema import mcq_json, saber_features
 
     source = read_saber(rendered)
     table = load(rendered_hf, tmp_path, split="test", features=saber_features(decode=False))
@@ -148,7 +148,7 @@ def test_a_hand_edited_saber_file_is_refused_for_export(tmp_path: Path) -> None:
     lines = (data / "saber.jsonl").read_text().splitlines()
     (data / "saber.jsonl").write_text("\n".join(json.dumps(json.loads(x)) for x in lines) + "\n")
     with pytest.raises(DataFormatError, match=r"not written as bindkit writes it"):
-        from bindkit.hub.export import export
+        from bindkit.export.write import export
 
         export("saber", data, tmp_path / "hf")
 
@@ -283,7 +283,7 @@ def test_clusters_export_round_trip(tmp_path: Path) -> None:
 
 
 def test_a_pair_field_of_two_types_is_refused(tmp_path: Path) -> None:
-    from bindkit.hub.export import export
+    from bindkit.export.write import export
 
     records = [
         {
@@ -313,7 +313,7 @@ def test_export_is_atomic_and_never_replaces_without_overwrite(
     data = tmp_path / "saber"
     generate_saber(data, seed=1, per_n=2, n_max=3)
     out = tmp_path / "hf"
-    import bindkit.hub.export as module
+    import bindkit.export.write as module
 
     calls = []
     real = module.write_parquet
@@ -519,9 +519,9 @@ def test_image_pairings_on_the_export_score_as_on_the_original(
 def test_shards_are_written_batch_by_batch_and_read_back_whole(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from bindkit.hub.export import write_parquet
-    from bindkit.hub.read import read_shard
-    from bindkit.hub.schema import encode_triplets, triplet_features
+    from bindkit.export.write import write_parquet
+    from bindkit.hfdata.read import read_shard
+    from bindkit.hfdata.schema import encode_triplets, triplet_features
 
     rows = [
         {"query": f"q{i}", "positive": "p", "negative": "n", "type": "pair_swap",
@@ -565,7 +565,7 @@ def test_reading_an_export_without_datasets_installed_says_what_to_install(
 def test_a_hub_source_keys_its_results_the_same_from_any_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bindkit.results.records import data_key
+    from bindkit.records.fields import data_key
 
     key = data_key("saber", "hf:me/saber")
     monkeypatch.chdir(tmp_path)

@@ -22,14 +22,13 @@ LAYERS: list[tuple[str, ...]] = [
     ("bindkit.saber", "bindkit.adapters", "bindkit.embed", "bindkit.identity"),
     # synthetic training data (reads SABER's vocabulary and language)
     ("bindkit.synth",),
-    # reading exports; result records; instruction files
-    ("bindkit.hub", "bindkit.results.records", "bindkit.results.tables",
-     "bindkit.results.per_query", "bindkit.results.instructions"),
+    # Hugging Face exports read back; result records, tables, per-query and instruction files
+    ("bindkit.hfdata", "bindkit.records"),
     ("bindkit.mining",),
     ("bindkit.tasks",),
     # what runs tasks and models, and the views of their results
     ("bindkit.evaluation", "bindkit.results", "bindkit.analysis", "bindkit.fetch",
-     "bindkit.hub.export", "bindkit.train", "bindkit.integrations"),
+     "bindkit.export", "bindkit.train", "bindkit.mteb_bridge"),
     # recipes: data → runs → soup → LiNeS → panel, over synth, train, adapters and evaluation
     ("bindkit.recipes",),
     ("bindkit.sweep", "bindkit.demo"),
@@ -141,7 +140,8 @@ def test_the_checks_see_a_circle_and_an_upward_import() -> None:
     assert _cycles(edges) == [["bindkit.a", "bindkit.b", "bindkit.c"]]
     assert _cycles({"bindkit.a": {"bindkit.b"}, "bindkit.b": set()}) == []
     assert layer_of("bindkit.embed.cache") < layer_of("bindkit.train.trainer")
-    assert layer_of("bindkit.hub.export") > layer_of("bindkit.hub.read")
+    assert layer_of("bindkit.export.write") > layer_of("bindkit.hfdata.read")
+    assert layer_of("bindkit.records.fields") < layer_of("bindkit.tasks.base")
     assert layer_of("bindkit.results.store") > layer_of("bindkit.tasks.base")
     assert layer_of("bindkit.train.trainer") < layer_of("bindkit.recipes.run")
     assert layer_of("bindkit.recipes.run") < layer_of("bindkit.sweep.study")

@@ -14,7 +14,7 @@ from _fakes import TableEmbedder
 from bindkit.cli import main
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.evaluation import evaluate
-from bindkit.results.instructions import Instruction, read_instructions, spread, text_name
+from bindkit.records.instructions import Instruction, read_instructions, spread, text_name
 from bindkit.results.store import collect_paths
 
 

@@ -18,7 +18,7 @@ from tests.test_tasks_controlled import _write_clevr, _write_pug_spar, _write_pu
 
 from _fakes import TableEmbedder
 from bindkit import evaluate
-from bindkit.integrations import mteb_cli, mteb_tasks
+from bindkit.mteb_bridge import mteb_cli, mteb_tasks
 
 
 def _scores(result: Any) -> dict[str, dict[str, Any]]:

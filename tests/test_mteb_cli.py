@@ -17,7 +17,7 @@ from mteb.cache import ResultCache
 
 from bindkit import evaluate
 from bindkit.errors import BindkitError
-from bindkit.integrations import mteb_cli, mteb_tasks
+from bindkit.mteb_bridge import mteb_cli, mteb_tasks
 
 
 def test_split_args_takes_bindkits_options_and_keeps_mtebs_in_order() -> None:

@@ -15,7 +15,7 @@ from mteb.results import TaskResult
 from bindkit import evaluate
 from bindkit.cli import main
 from bindkit.errors import BindkitError
-from bindkit.integrations.mteb_results import export_mteb, register_models
+from bindkit.mteb_bridge.mteb_results import export_mteb, register_models
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_export_carries_every_score_bindkit_computed_under_mtebs_names(
 ) -> None:
     """Each subset holds every score of its bindkit result (breakdowns too), under mteb's name
     where mteb has the metric; the subsets of a result together hold all of its scores."""
-    from bindkit.integrations.mteb_results import MTEB_NAMES
+    from bindkit.mteb_bridge.mteb_results import MTEB_NAMES
 
     out = tmp_path / "mteb"
     export_mteb(results, out)
@@ -121,7 +121,7 @@ def test_the_export_passes_mtebs_validate_and_filter_without_registration(
     script = (
         "import sys, json, mteb\n"
         "from mteb.cache import ResultCache\n"
-        "from bindkit.integrations.mteb_results import exported_tasks\n"
+        "from bindkit.mteb_bridge.mteb_results import exported_tasks\n"
         "out = sys.argv[1]\n"
         "tasks = exported_tasks(out)\n"
         "names = {t.metadata.name for t in tasks}\n"
@@ -146,7 +146,7 @@ def test_an_export_that_mteb_would_filter_is_refused(tmp_path: Path) -> None:
     import mteb
     from mteb.results import TaskResult as Result
 
-    from bindkit.integrations.mteb_results import check_with_mteb, task_for
+    from bindkit.mteb_bridge.mteb_results import check_with_mteb, task_for
 
     data = {"name": "s", "source": str(tmp_path), "sha256": "0" * 64}
     task = task_for("SABERRetrievalNested", "tt", "s", data)
@@ -177,7 +177,7 @@ def test_benchmark_result_of_the_export_has_bindkits_scores(
     models of its registry: register_models adds the export's), bindkit's scores."""
     import mteb
 
-    from bindkit.integrations import mteb_tasks
+    from bindkit.mteb_bridge import mteb_tasks
 
     out = tmp_path / "mteb"
     export_mteb(results, out, tasks=["saber"])
@@ -235,7 +235,7 @@ def test_export_refuses_partial_and_unknown(results: Path, tmp_path: Path) -> No
 def test_model_meta_takes_mtebs_fields_where_mteb_knows_the_weights() -> None:
     """st:default is mteb's all-MiniLM-L6-v2: its fields under bindkit's name and revision; with
     an adapter only the sizes stay and adapted_from names it; bow's from its fingerprint."""
-    from bindkit.integrations.mteb_models import model_meta
+    from bindkit.mteb_bridge.mteb_models import model_meta
 
     st = {"backend": "st", "model": "all-MiniLM-L6-v2", "adapter": None}
     meta = model_meta("st:default", "f" * 24, st, modalities=["text"])

@@ -14,7 +14,7 @@ pytest.importorskip("mteb")
 import mteb
 
 from bindkit import evaluate, load_embedder
-from bindkit.integrations import mteb_tasks
+from bindkit.mteb_bridge import mteb_tasks
 from bindkit.saber.io import read_saber, role_positions
 
 

@@ -15,7 +15,7 @@ from _per_query import mean_is_score, stored
 from bindkit.errors import BindkitError
 from bindkit.evaluation import evaluate
 from bindkit.metrics.retrieval import top_k
-from bindkit.results.per_query import (
+from bindkit.records.per_query import (
     PerQuery,
     decode,
     encode,

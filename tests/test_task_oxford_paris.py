@@ -322,7 +322,7 @@ def test_cli_with_builtin_tiny_clip_equals_the_compute_ap_loop(tmp_path: Path) -
     (file,) = (tmp_path / "r").rglob("ii.json")
     got = json.loads(file.read_text())["scores"]["map"]
     # the engine keeps the per-query APs beside the result, and they average to the mAP
-    from bindkit.results.per_query import read_per_query
+    from bindkit.records.per_query import read_per_query
 
     stored = read_per_query(file, json.loads(file.read_text()))
     assert stored is not None and stored[0].metric == "ap"

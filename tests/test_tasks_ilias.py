@@ -365,7 +365,7 @@ def test_fine_classes_search_their_own_positives(tmp_path: Path) -> None:
     assert model.image_calls.count(len(fx["positives"])) == 1
     (table,) = IliasFine().tables(records)
     assert table.columns == ["model", "pairing", "art", "toy", "all"]
-    from bindkit.results.tables import pct
+    from bindkit.records.tables import pct
 
     clay = next(r for r in records if r["subset"] == "fine/art/ceramics-clay")["scores"]["map"]
     mean = (clay + plush["scores"]["map"]) / 2

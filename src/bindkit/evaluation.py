@@ -11,8 +11,8 @@ from typing import Any
 
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError
-from bindkit.results.instructions import Instruction
-from bindkit.results.records import data_key
+from bindkit.records.fields import data_key
+from bindkit.records.instructions import Instruction
 from bindkit.results.store import (
     POLICIES,
     Policy,
@@ -73,7 +73,7 @@ def evaluate(
         report: Write ``OUT/report.md`` over everything in ``out``.
         allow_missing_images: Score an image task without its missing images (the result is
             marked ``partial`` with the counts) instead of stopping with the first paths.
-        instructions: An instruction sweep (:func:`bindkit.results.instructions.read_instructions`):
+        instructions: An instruction sweep (:func:`bindkit.records.instructions.read_instructions`):
             every (model, subset, pairing) runs once per instruction, written to
             ``<pairing>@<name>.json`` with the instruction in its provenance; replaces
             ``query_instruction``.

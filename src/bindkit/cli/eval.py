@@ -217,7 +217,7 @@ def with_device(spec: str, device: str | None) -> str:
 
 def _evaluate(args: argparse.Namespace, options: dict[str, str]) -> list[dict[str, Any]]:
     from bindkit.evaluation import evaluate
-    from bindkit.results.instructions import read_instructions
+    from bindkit.records.instructions import read_instructions
     from bindkit.tasks.base import get_task
 
     plan = task_plan(args.task, args.data, options, args.subsets)

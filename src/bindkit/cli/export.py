@@ -53,7 +53,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from bindkit.errors import BindkitError
-    from bindkit.hub.export import export, push
+    from bindkit.export.write import export, push
 
     if args.private and args.push is None:
         raise BindkitError("--private: only with --push REPO_ID")

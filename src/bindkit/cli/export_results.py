@@ -36,7 +36,7 @@ def _export(args: argparse.Namespace) -> int:
 
     if importlib.util.find_spec("mteb") is None:
         raise BindkitError("export-results --format mteb needs mteb; pip install 'bindkit[mteb]'")
-    from bindkit.integrations.mteb_results import export_mteb
+    from bindkit.mteb_bridge.mteb_results import export_mteb
 
     tasks = None if args.tasks is None else args.tasks.split(",")  # '' is refused, not "all"
     written = export_mteb(args.results, args.out, tasks=tasks)
@@ -46,8 +46,8 @@ def _export(args: argparse.Namespace) -> int:
     print(
         f"every file passed mteb's validate_and_filter_scores; read it with "
         f"mteb.ResultCache({str(args.out)!r}).load_results(tasks="
-        "bindkit.integrations.mteb_results.exported_tasks(OUT), validate_and_filter=True); "
+        "bindkit.mteb_bridge.mteb_results.exported_tasks(OUT), validate_and_filter=True); "
         "for mteb's benchmark tables, register the models first: "
-        "bindkit.integrations.mteb_results.register_models(OUT)"
+        "bindkit.mteb_bridge.mteb_results.register_models(OUT)"
     )
     return 0

@@ -46,7 +46,7 @@ def _mteb(args: argparse.Namespace) -> int:
         raise BindkitError("bindkit mteb needs mteb; pip install 'bindkit[mteb]'")
     from bindkit._progress import library_progress
     from bindkit.cli import _quiet
-    from bindkit.integrations.mteb_cli import main
+    from bindkit.mteb_bridge.mteb_cli import main
 
     # -q after COMMAND too (mteb's parser has none): where every other command takes it
     arguments = [a for a in args.arguments if a not in ("-q", "--quiet")]

@@ -277,7 +277,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from bindkit.hub.read import local_path
+    from bindkit.hfdata.read import local_path
     from bindkit.saber.validate import RULES, validate_saber
 
     # a `bindkit export saber` folder (or hf:ID) is validated as the files it rebuilds

@@ -372,7 +372,7 @@ def mine(
         model: a model spec (loaded with the embedding cache) or an :class:`Embedder`.
         data: JSONL rows with ``query``, ``positive`` and optional ``label``, ``instruction``,
             ``task``; or an exported split (``HFDIR:train``), read through
-            :func:`bindkit.hub.read.local_path`.
+            :func:`bindkit.hfdata.read.local_path`.
         out: the clusters JSONL to write (replaced atomically, so a killed run leaves the
             previous file or none; rerunning restarts, reusing cached embeddings).
         config: method and options.
@@ -383,7 +383,7 @@ def mine(
     """
     from bindkit import __version__
     from bindkit._io import atomic_write_bytes, atomic_write_text, jsonl_bytes, sha256_file
-    from bindkit.hub.read import local_path
+    from bindkit.hfdata.read import local_path
 
     config = config or MineConfig()
     out = Path(out)

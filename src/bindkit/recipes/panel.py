@@ -245,7 +245,7 @@ def _items(
     import numpy as np
 
     from bindkit.metrics.paired import mean_of, spearman_of
-    from bindkit.results.per_query import read_per_query
+    from bindkit.records.per_query import read_per_query
     from bindkit.results.store import result_path
 
     records = _evaluate(spec, entry, results, cache)

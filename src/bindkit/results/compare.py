@@ -36,9 +36,9 @@ import numpy as np
 from bindkit._io import atomic_write_figure, atomic_write_text
 from bindkit.errors import BindkitError
 from bindkit.metrics import TIE_EPS
-from bindkit.results.per_query import PerQuery, read_per_query
+from bindkit.records.per_query import PerQuery, read_per_query
+from bindkit.records.tables import Table, label
 from bindkit.results.store import collect_paths
-from bindkit.results.tables import Table, label
 
 #: per-query scores that are a credit in [0, 1] where a fraction is a tie share (1/k)
 CREDIT_METRICS = frozenset({"correct", "hit"})
@@ -179,7 +179,7 @@ def find_result(
     Raises:
         BindkitError: none or several match (naming what is there).
     """
-    from bindkit.results.records import instruction_of
+    from bindkit.records.fields import instruction_of
 
     skipped: list[str] = []
     every = list(collect_paths(root, skipped.append))

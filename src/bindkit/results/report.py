@@ -19,9 +19,9 @@ from typing import Any
 
 from bindkit._io import atomic_write_figure, atomic_write_text
 from bindkit.errors import BindkitError
-from bindkit.results.records import data_id, data_labels, group_by_data, instruction_of, subset_of
+from bindkit.records.fields import data_id, data_labels, group_by_data, instruction_of, subset_of
+from bindkit.records.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 from bindkit.results.store import collect, is_partial, none_found, noting
-from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 
 FORMATS = (".md", ".html", ".csv", ".tex")
 __all__ = ["Table", "build_tables", "group_by_data", "pct", "write_report"]
@@ -204,7 +204,7 @@ def sources(records: list[dict[str, Any]]) -> Table:
 def build_tables(
     records: list[dict[str, Any]], warn: Callable[[str], None] | None = None
 ) -> list[Table]:
-    from bindkit.results.instructions import sweep_tables
+    from bindkit.records.instructions import sweep_tables
 
     records = _latest(records)
     swept = [r for r in records if instruction_of(r) is not None]
@@ -454,7 +454,7 @@ def write_report(
         raise BindkitError(f"--out {target}: use a {', '.join(FORMATS)} file name")
     plots = []
     if target.suffix in (".md", ".html"):
-        from bindkit.results.instructions import plot_sweep
+        from bindkit.records.instructions import plot_sweep
 
         plain = [r for r in records if instruction_of(r) is None]
         plot = plot_by_n(plain, target.with_name(f"{target.stem}_saber_by_n.png"))

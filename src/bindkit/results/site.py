@@ -23,7 +23,8 @@ from typing import Any
 from bindkit._io import atomic_write_text, check_can_create, check_not_input
 from bindkit._staging import new_staging, swap_into_place
 from bindkit.errors import BindkitError
-from bindkit.results.records import data_id, data_labels, subset_of
+from bindkit.records.fields import data_id, data_labels, subset_of
+from bindkit.records.tables import PAIRING_NAMES, PAIRING_ORDER, label, pct
 from bindkit.results.report import (
     PARTIAL_MARK,
     _averaged,
@@ -35,7 +36,6 @@ from bindkit.results.report import (
     plot_by_n,
 )
 from bindkit.results.store import collect_paths, is_partial, none_found, noting
-from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, label, pct
 
 MARKER = ".bindkit-site"  # marks a folder this module wrote (and lists its files): a rerun may
 #                           replace it

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from bindkit._io import atomic_write_text
 from bindkit.errors import BindkitError
-from bindkit.results.records import slug
+from bindkit.records.fields import slug
 
 Policy = Literal["never", "always", "only-missing"]
 POLICIES: tuple[Policy, ...] = ("only-missing", "never", "always")
@@ -150,7 +150,7 @@ def reusable(path: Path, provenance: dict[str, Any], policy: Policy) -> dict[str
     existing = read_result(path)
     if existing is None:
         return None
-    from bindkit.results.per_query import sidecar_problem
+    from bindkit.records.per_query import sidecar_problem
 
     if existing.get("provenance") == provenance:
         # its per-query scores went missing or were overwritten: recompute them
@@ -196,7 +196,7 @@ def write_result(
         "seconds": round(seconds, 3),
     }
     if result.get("per_query") is not None:  # the sidecar first: the JSON names its hash
-        from bindkit.results.per_query import normalise, write_sidecar
+        from bindkit.records.per_query import normalise, write_sidecar
 
         where = f"{provenance['task']} {provenance['subset']} {provenance['pairing']}"
         try:

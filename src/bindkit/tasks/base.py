@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from bindkit.embed.images import ImageRef
     from bindkit.embed.protocol import Embedder, Role
-    from bindkit.results.tables import Table
+    from bindkit.records.tables import Table
 
 ENTRY_POINT_GROUP = "bindkit.tasks"
 DATA_ENV = "BINDKIT_DATA"
@@ -382,7 +382,7 @@ def resolve_data(meta: TaskMetadata, data: str | Path | None) -> Path | None:
         data = Path(root) / meta.data_dir
     if data is None:
         return None
-    from bindkit.hub.read import local_path  # a `bindkit export` folder or hf:ID reads as files
+    from bindkit.hfdata.read import local_path  # a `bindkit export` folder or hf:ID reads as files
 
     path = local_path(data)
     if not path.exists():

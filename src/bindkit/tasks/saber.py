@@ -19,7 +19,7 @@ from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.containment import fraction_above
 from bindkit.metrics.mcq import winner_shares
 from bindkit.metrics.retrieval import average_precision, group_ends, top_k
-from bindkit.results.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
+from bindkit.records.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 from bindkit.saber.io import CANDIDATE_ROLES, MCQ, Item, SaberSet, read_saber, role_positions
 from bindkit.tasks.base import PAIRINGS, Dataset, EvalContext, Task, TaskMetadata, embed
 
@@ -158,7 +158,7 @@ class SaberTask(Task):
         }
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
-        from bindkit.results.records import group_by_data
+        from bindkit.records.fields import group_by_data
 
         tables: list[Table] = []
         for data_name, group in group_by_data(records):

@@ -274,7 +274,7 @@ class BaseTrainConfig:
         if float(self.epochs).is_integer():  # 1.0 and 1 are one run (one identity)
             self.epochs = int(self.epochs)
         self.check_modes()
-        from bindkit.hub.read import local_path
+        from bindkit.hfdata.read import local_path
 
         for name in self.DATA_FIELDS:
             value = getattr(self, name)

@@ -57,7 +57,7 @@ from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.ilias import DEFAULT_K, mean_ap_at_k
 from bindkit.mining.index import BACKENDS, IndexConfig, search
-from bindkit.results.tables import PAIRING_NAMES, Table, label, pct
+from bindkit.records.tables import PAIRING_NAMES, Table, label, pct
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_text
 from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from bindkit.results.tables import label
+from bindkit.records.tables import label
 from bindkit.tasks.base import Task
 
 META_TASKS: dict[str, tuple[str, ...]] = {

@@ -27,7 +27,7 @@ from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder, Role
 from bindkit.errors import DataFormatError
 from bindkit.metrics.pairwise import hit_at_1
-from bindkit.results.tables import Table, pct
+from bindkit.records.tables import Table, pct
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_parquet_rows
 from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata

@@ -61,7 +61,7 @@ from bindkit.embed.prompts import Composed
 from bindkit.embed.protocol import Embedder, Role
 from bindkit.embed.video import VideoRef, require_video
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.results.tables import Table, pct
+from bindkit.records.tables import Table, pct
 from bindkit.tasks._images import decode_image
 from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
 from bindkit.tasks.mmeb._base import META_TASKS, MMEBTask

@@ -27,7 +27,7 @@ import numpy as np
 from bindkit.embed.images import ImageInput
 from bindkit.embed.protocol import Embedder
 from bindkit.metrics.pairwise import beats, rowdot
-from bindkit.results.tables import Table, as_dict, label, pct
+from bindkit.records.tables import Table, as_dict, label, pct
 from bindkit.tasks.base import EvalContext, Task
 
 COCO = "COCO val2017 images (http://images.cocodataset.org/zips/val2017.zip)"
@@ -91,7 +91,7 @@ def evaluate_pairs(
 
 def tag_tables(task: str, what: str, records: list[dict[str, Any]]) -> list[Table]:
     """Per data: model × score rows, one column per tag (Winoground's tags, BiVLC's types)."""
-    from bindkit.results.records import group_by_data
+    from bindkit.records.fields import group_by_data
 
     tables = []
     for data_name, group in group_by_data(records):

@@ -32,7 +32,7 @@ from bindkit._io import sha256_bytes
 from bindkit._progress import progress
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.results.tables import Table, as_dict, label, pct
+from bindkit.records.tables import Table, as_dict, label, pct
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
@@ -240,7 +240,7 @@ class ARO(Task):
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         """VG-Relation's per-relation and VG-Attribution's per-attribute-pair accuracy: the
         groups the macro score averages (rows), one column per model."""
-        from bindkit.results.records import group_by_data
+        from bindkit.records.fields import group_by_data
 
         tables = []
         for data_name, group in group_by_data(records):

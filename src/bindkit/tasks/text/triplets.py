@@ -15,7 +15,7 @@ import numpy as np
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.metrics.correlation import triplet_accuracy
-from bindkit.results.tables import Table, as_dict, label, pct
+from bindkit.records.tables import Table, as_dict, label, pct
 from bindkit.tasks._files import jsonl_rows, need_file
 from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
 from bindkit.tasks.text._base import TextFileTask

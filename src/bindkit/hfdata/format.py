@@ -1,4 +1,4 @@
-"""The export format's names, shared by ``hub.export`` (which writes it) and ``hub.read``."""
+"""The export format's names, shared by ``export.write`` (which writes it) and ``hfdata.read``."""
 
 from __future__ import annotations
 

@@ -17,9 +17,9 @@ find a bindkit task. :func:`main` therefore runs mteb's own parser and commands
   ``--clevr-binding DIR`` / ``--pug-spar DIR`` / ``--pug-spare DIR`` (the subsets each
   benchmark reports);
 - the model of ``-m bindkit/<spec>`` (any bindkit model spec, e.g. ``bindkit/st:default``):
-  loaded by bindkit, served to mteb through :class:`~bindkit.integrations.mteb_tasks.
+  loaded by bindkit, served to mteb through :class:`~bindkit.mteb_bridge.mteb_tasks.
   MtebEncoder`, named ``bindkit/<spec>`` at its fingerprint, with the metadata of
-  :mod:`bindkit.integrations.mteb_models`. It runs where its spec says (``+device=cuda``);
+  :mod:`bindkit.mteb_bridge.mteb_models`. It runs where its spec says (``+device=cuda``);
   mteb's ``--device`` does not move it. Any other ``-m`` is mteb's own model.
 
 Every other argument is mteb's, unchanged (``-t``, ``--output-folder``, ``--overwrite-strategy``
@@ -108,7 +108,7 @@ def model_argument(tokens: Sequence[str]) -> str | None:
 
 def register_tasks(extra: Extra) -> list[str]:
     """Register the tasks of ``extra`` (and the built-in SABER tasks) with mteb; their names."""
-    from bindkit.integrations.mteb_tasks import (
+    from bindkit.mteb_bridge.mteb_tasks import (
         binding_tasks,
         pair_task,
         register,
@@ -134,7 +134,7 @@ def register_model(name: str) -> Any:
     import importlib
 
     from bindkit.embed.registry import load_embedder
-    from bindkit.integrations.mteb_tasks import MtebEncoder
+    from bindkit.mteb_bridge.mteb_tasks import MtebEncoder
 
     if not name.startswith(PREFIX) or len(name) == len(PREFIX):
         raise BindkitError(f"bindkit mteb: {name!r} is not bindkit/<model spec>")

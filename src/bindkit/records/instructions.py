@@ -26,8 +26,8 @@ from typing import Any
 
 from bindkit._io import atomic_write_figure
 from bindkit.errors import DataFormatError
-from bindkit.results.records import instruction_of
-from bindkit.results.tables import Table, label, pct
+from bindkit.records.fields import instruction_of
+from bindkit.records.tables import Table, label, pct
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")
 KEYS = ("name", "query", "document")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.hub.format import EXPORT_FILE, FORMAT, KINDS, READABLE, SIDECARS, require_hf
+from bindkit.hfdata.format import EXPORT_FILE, FORMAT, KINDS, READABLE, SIDECARS, require_hf
 
 HUB_PREFIX = "hf:"
 COMPLETE = ".complete"
@@ -181,7 +181,7 @@ def _rebuild(root: Path, record: dict[str, Any]) -> dict[str, bytes]:
 
     kind = record["kind"]
     if kind == "saber":
-        from bindkit.hub.schema import mcq_json, row_images
+        from bindkit.hfdata.schema import mcq_json, row_images
 
         shards = record["configs"]["default"]["test"]
         rows = [row for shard in shards for row in read_shard(root, shard)[0]]
@@ -194,7 +194,7 @@ def _rebuild(root: Path, record: dict[str, Any]) -> dict[str, bytes]:
             rebuilt.update(row_images(row))
         return rebuilt
     if kind == "synth":
-        from bindkit.hub.schema import decode_rows
+        from bindkit.hfdata.schema import decode_rows
 
         files: dict[str, bytes] = {}
         by_shard: dict[str, bytes] = {}
@@ -208,7 +208,7 @@ def _rebuild(root: Path, record: dict[str, Any]) -> dict[str, bytes]:
                 name = f"{split}.jsonl" if config == "default" else f"{config}/{split}.jsonl"
                 files[name] = by_shard[shard]
         return files
-    from bindkit.hub.schema import cluster_json
+    from bindkit.hfdata.schema import cluster_json
 
     (shard,) = record["configs"]["default"]["train"]
     return {record["file"]: jsonl_bytes(cluster_json(r) for r in read_shard(root, shard)[0])}

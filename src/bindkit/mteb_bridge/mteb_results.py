@@ -4,9 +4,9 @@
 ``to_disk`` writes it) plus ``model_meta.json`` and ``run_settings.jsonl`` per revision folder:
 what ``mteb run --output-folder OUT`` writes and ``ResultCache(OUT)`` reads
 (``load_results``, ``TaskResult.from_disk``). Task names are those of
-:mod:`bindkit.integrations.mteb_tasks`; a model is ``bindkit/<spec>`` at its fingerprint (an
+:mod:`bindkit.mteb_bridge.mteb_tasks`; a model is ``bindkit/<spec>`` at its fingerprint (an
 ``mteb:`` model keeps mteb's name and revision), its metadata from
-:mod:`bindkit.integrations.mteb_models`. Each entry holds the task's declared main score under
+:mod:`bindkit.mteb_bridge.mteb_models`. Each entry holds the task's declared main score under
 its own key (``mcq_accuracy``, ``map_at_1000``, ``triplet_accuracy``) and as ``main_score``:
 the number seed 000 reports for it (MCQ accuracy; independent mAP and nested mAP, each its own
 task: :data:`SUBSETS`), never a mean of the two. Every score bindkit computed for the subset
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError
-from bindkit.integrations.mteb_models import model_name
-from bindkit.integrations.mteb_tasks import KINDS, task_name
+from bindkit.mteb_bridge.mteb_models import model_name
+from bindkit.mteb_bridge.mteb_tasks import KINDS, task_name
 
 EXPORTABLE = ("saber", "triplets")
 # per bindkit task: (mteb task kind, subset, the bindkit score that is its main score, the
@@ -219,7 +219,7 @@ def export_mteb(
     from bindkit import __version__
     from bindkit._io import atomic_write_text, check_not_input, make_dirs
     from bindkit._outputs import check_own_output
-    from bindkit.integrations.mteb_models import model_meta
+    from bindkit.mteb_bridge.mteb_models import model_meta
 
     results, out = Path(results), Path(out)
     tasks = check_tasks(tasks)
@@ -328,7 +328,7 @@ def export_mteb(
 def task_for(kind: str, pairing: str, data_name: str | None, data: dict[str, Any]) -> Any:
     """The bindkit mteb task of an exported file, from what the result records of its data
     (name, source, sha256): its metadata only, for mteb's checks (it loads no data)."""
-    from bindkit.integrations.mteb_tasks import kind_task
+    from bindkit.mteb_bridge.mteb_tasks import kind_task
     from bindkit.tasks.base import Dataset
 
     dataset = Dataset(str(data["name"]), str(data["sha256"]), str(data.get("source") or ""), None)

@@ -46,7 +46,7 @@ nothing of the user's); ``mteb.get_task(name)`` reads the module mapping
 :func:`register` adds task classes to both (and :func:`register_defaults` the SABER tasks on
 the built-in set), so ``mteb.get_task("SABERMCQ")`` and ``mteb.get_tasks(task_types=[...])``
 find them; a task object can also be passed to ``mteb.evaluate`` directly. From a shell,
-``bindkit mteb run ...`` (:mod:`bindkit.integrations.mteb_cli`) runs mteb's own CLI with them
+``bindkit mteb run ...`` (:mod:`bindkit.mteb_bridge.mteb_cli`) runs mteb's own CLI with them
 registered.
 """
 
@@ -71,8 +71,8 @@ from mteb.types import Licenses
 
 from bindkit.embed.protocol import Embedder, Role
 from bindkit.errors import BindkitError
-from bindkit.integrations.mteb_models import count_parameters, model_meta
 from bindkit.metrics.mcq import winner_shares
+from bindkit.mteb_bridge.mteb_models import count_parameters, model_meta
 from bindkit.saber.io import MCQ, Item, SaberSet, role_positions
 from bindkit.tasks.base import PAIRINGS, Dataset, TaskMetadata, get_task
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.hub.format import EXPORT_FILE, FORMAT, FORMAT_VERSION, KINDS, SIDECARS, require_hf
+from bindkit.hfdata.format import EXPORT_FILE, FORMAT, FORMAT_VERSION, KINDS, SIDECARS, require_hf
 
 CARD = "README.md"
 __all__ = ["EXPORT_FILE", "FORMAT", "FORMAT_VERSION", "KINDS", "SIDECARS"]
@@ -85,7 +85,7 @@ def _sha256(data: bytes) -> str:
 def saber_export(directory: str | Path) -> Export:
     """The shards of a SABER directory, images embedded."""
     from bindkit._io import jsonl_bytes, sha256_file
-    from bindkit.hub.schema import mcq_row, saber_features
+    from bindkit.hfdata.schema import mcq_row, saber_features
     from bindkit.saber.io import MANIFEST_FILE, Item, read_saber, saber_file
 
     root = Path(directory)
@@ -204,7 +204,7 @@ def _image_files(mcqs: Sequence[Any]) -> list[str]:
 # -- synth ------------------------------------------------------------------------------------
 def synth_export(directory: str | Path) -> Export:
     """The split set of a synth run (``bindkit synth split``), checked whole and current."""
-    from bindkit.hub.schema import (
+    from bindkit.hfdata.schema import (
         encode_triplets,
         trainer_features,
         trainer_rows,
@@ -285,7 +285,7 @@ def full_config(config: str) -> str:
 # -- clusters ---------------------------------------------------------------------------------
 def clusters_export(path: str | Path) -> Export:
     """A ``bindkit mine`` output file (and its ``.diagnostics.json`` when present)."""
-    from bindkit.hub.schema import cluster_features
+    from bindkit.hfdata.schema import cluster_features
     from bindkit.mining.data import sidecar
     from bindkit.saber.io import iter_lines
 
