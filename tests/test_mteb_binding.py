@@ -18,7 +18,7 @@ from tests.test_tasks_controlled import _write_clevr, _write_pug_spar, _write_pu
 
 from _fakes import TableEmbedder
 from bindkit import evaluate
-from bindkit.mteb_bridge import mteb_cli, mteb_tasks
+from bindkit.mteb_bridge import mteb_cli, mteb_pairs, mteb_tasks
 
 
 def _scores(result: Any) -> dict[str, dict[str, Any]]:
@@ -55,11 +55,11 @@ def test_binding_tasks_in_mteb_equal_bindkit(
         rgb = PIL.open(png).convert("RGB").getpixel((0, 0))
         model.vectors["rgb" + "-".join(map(str, rgb))] = model._vector(png.name)
     tie = np.eye(8, dtype=np.float32)[3]
-    captions = [x for t in mteb_tasks.binding_tasks(task, data) for x in _texts(t)]
+    captions = [x for t in mteb_pairs.binding_tasks(task, data) for x in _texts(t)]
     words = ("Goldfish", "red")  # a scene's caption and negative share their words: they tie
     model.vectors.update({c: tie for c in captions if any(w in c.split() for w in words)})
     ours = _ours(model, task, data, tmp_path / "r")
-    tasks = mteb_tasks.binding_tasks(task, data)
+    tasks = mteb_pairs.binding_tasks(task, data)
     assert [t.metadata.name for t in tasks] == list(names.values())
     assert all(t.metadata.type == "Compositionality" and t.metadata.is_filled() for t in tasks)
     encoder = mteb_tasks.MtebEncoder(model)  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ pytest.importorskip("mteb")
 import mteb
 
 from bindkit import evaluate, load_embedder
-from bindkit.mteb_bridge import mteb_tasks
+from bindkit.mteb_bridge import mteb_pairs, mteb_tasks
 from bindkit.saber.io import read_saber, role_positions
 
 
@@ -221,7 +221,7 @@ def test_colorswap_as_mteb_compositionality(tmp_path: Path) -> None:
         }
     )  # fmt: skip
     ours = _bindkit(model, "colorswap", tmp_path / "colorswap", tmp_path / "r")
-    task = mteb_tasks.pair_task("colorswap", tmp_path / "colorswap")
+    task = mteb_pairs.pair_task("colorswap", tmp_path / "colorswap")
     assert task.metadata.name == "BindkitColorSwap" and task.metadata.type == "Compositionality"
     encoder = mteb_tasks.MtebEncoder(model)  # type: ignore[arg-type]
     row = _scores(mteb.evaluate(encoder, [task], cache=None, show_progress_bar=False))[

@@ -108,13 +108,8 @@ def model_argument(tokens: Sequence[str]) -> str | None:
 
 def register_tasks(extra: Extra) -> list[str]:
     """Register the tasks of ``extra`` (and the built-in SABER tasks) with mteb; their names."""
-    from bindkit.mteb_bridge.mteb_tasks import (
-        binding_tasks,
-        pair_task,
-        register,
-        saber_tasks,
-        triplet_task,
-    )
+    from bindkit.mteb_bridge.mteb_pairs import binding_tasks, pair_task
+    from bindkit.mteb_bridge.mteb_tasks import register, saber_tasks, triplet_task
 
     tasks: list[Any] = list(saber_tasks())
     for data in extra.saber:

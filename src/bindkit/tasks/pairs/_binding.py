@@ -3,7 +3,7 @@ is one image, its caption and one hard-negative caption, and it is correct when 
 the caption above the negative under the task's tie rule (``TaskMetadata.ties``).
 
 A task lists a subset's items (:meth:`BindingTask.binding_items`); scoring is shared, and so is
-the mteb view of the same items (``bindkit.mteb_bridge.mteb_tasks.binding_task``).
+the mteb view of the same items (``bindkit.mteb_bridge.mteb_pairs.binding_tasks``).
 """
 
 from __future__ import annotations
