@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 
 from bindkit.synth.backends.template import TemplateBackend
+from bindkit.synth.example_rules import validate_example
 from bindkit.synth.generate import generate
 from bindkit.synth.splits import read_examples
-from bindkit.synth.validate import validate_example, validate_file
+from bindkit.synth.validate import validate_file
 
 
 def main() -> None:

@@ -21,10 +21,11 @@ from bindkit.synth.backends.template import TemplateBackend
 from bindkit.synth.constructions import CONSTRUCTIONS
 from bindkit.synth.diversity import Controller
 from bindkit.synth.example import Example, complete
+from bindkit.synth.example_rules import RULES, validate_example
 from bindkit.synth.generate import EXAMPLES, REJECTED, generate
 from bindkit.synth.splits import no_overlap, read_examples, saber_words, split, write_splits
 from bindkit.synth.text import bag, permute_words, words
-from bindkit.synth.validate import RULES, validate_example, validate_file
+from bindkit.synth.validate import validate_file
 
 
 def make(attempt: int, seed: int = 0, kind: str | None = None) -> Example:

@@ -18,7 +18,8 @@ from bindkit.cli import main
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.synth.mixes import MIXES, mix_file, mix_record, training_triplets, write_mix
 from bindkit.synth.splits import no_overlap, read_examples, saber_words, split, verify_splits
-from bindkit.synth.validate import check_split_set, require_split_set, validate_file
+from bindkit.synth.splitset import check_split_set, require_split_set
+from bindkit.synth.validate import validate_file
 
 MIX = "fullpararelnegLEOR"
 FILE = mix_file(MIX)

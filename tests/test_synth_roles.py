@@ -25,8 +25,8 @@ from bindkit.synth.roles import (
     role_triplets,
     role_words,
 )
+from bindkit.synth.rowkinds import validate_triplet
 from bindkit.synth.splits import saber_words
-from bindkit.synth.validate import validate_triplet
 
 ROLE_MIX = "fullpararelnegLEORR"
 REPORTED = ("sugarcrepe", "sugarcrepe_pp", "sick2014")

@@ -17,9 +17,15 @@ import pytest
 from bindkit.synth.everyday import everyday_words, without_attribute
 from bindkit.synth.mixes import MIXES, ROLE_MAKERS, training_triplets
 from bindkit.synth.roles import Action, read_role, role_words
-from bindkit.synth.rowkinds import ROW_KIND, ROW_KINDS, SWAP, kind_of
+from bindkit.synth.rowkinds import (
+    ROW_KIND,
+    ROW_KINDS,
+    SWAP,
+    TRIPLET_RULES,
+    kind_of,
+    validate_triplet,
+)
 from bindkit.synth.text import substitute, words
-from bindkit.synth.validate import TRIPLET_RULES, validate_triplet
 
 FIELDS = ("query", "positive", "negative", "type", "negative_kind")
 

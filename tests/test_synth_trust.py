@@ -19,17 +19,12 @@ from bindkit.synth import run as synth_run
 from bindkit.synth.backends.template import TemplateBackend
 from bindkit.synth.controls import adjective_families
 from bindkit.synth.example import Example
+from bindkit.synth.example_rules import attribute_lexicon, validate_example
 from bindkit.synth.generate import EXAMPLES, generate
+from bindkit.synth.rowkinds import reads_deferred, validate_triplet
+from bindkit.synth.splitset import check_split_set, require_split_set
 from bindkit.synth.text import indefinite_article
-from bindkit.synth.validate import (
-    attribute_lexicon,
-    check_split_set,
-    reads_deferred,
-    require_split_set,
-    validate_example,
-    validate_file,
-    validate_triplet,
-)
+from bindkit.synth.validate import validate_file
 
 
 @pytest.fixture(scope="module")

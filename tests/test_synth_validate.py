@@ -20,15 +20,12 @@ from bindkit.synth.backends.template import TemplateBackend
 from bindkit.synth.constructions import CONSTRUCTIONS
 from bindkit.synth.diversity import Controller
 from bindkit.synth.example import Example, complete
+from bindkit.synth.example_rules import anaphoric_order
 from bindkit.synth.generate import EXAMPLES, generate
+from bindkit.synth.rejection import count_rules
+from bindkit.synth.rowkinds import TRIPLET_RULES
 from bindkit.synth.splits import read_examples
-from bindkit.synth.validate import (
-    DATASET_RULES,
-    TRIPLET_RULES,
-    anaphoric_order,
-    count_rules,
-    validate_file,
-)
+from bindkit.synth.validate import DATASET_RULES, validate_file
 
 # ../shared next to the repository root (BINDKIT_SHARED overrides it)
 SHARED = Path(os.environ.get("BINDKIT_SHARED", Path(__file__).parents[2] / "shared"))
@@ -227,7 +224,8 @@ def test_generation_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
 # -- template text --------------------------------------------------------------------------
 def test_template_text_claims_only_what_it_holds(tmp_path: Path) -> None:
     from bindkit.synth.backends.template import VERBS, scene_phrase
-    from bindkit.synth.validate import linking_words, plural_only
+    from bindkit.synth.example_rules import plural_only
+    from bindkit.synth.rowkinds import linking_words
 
     controller, backend = Controller(), TemplateBackend(seed=1)
     verbs = set(VERBS) | linking_words()

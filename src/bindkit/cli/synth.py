@@ -388,7 +388,8 @@ def _print_dropped(directory: Path, dropped: list[str]) -> None:
 
 def _leaks_of(path: Path) -> list[Any]:
     """For a split file of a synth run: its rows that the split-set check says cross splits."""
-    from bindkit.synth.validate import check_split_set, split_name, split_set_root
+    from bindkit.synth.splitset import check_split_set, split_set_root
+    from bindkit.synth.validate import split_name
 
     root = split_set_root(path)
     if root is None or split_name(path) is None or not path.is_file():
@@ -402,16 +403,11 @@ def _validate(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from bindkit.errors import BindkitError
-    from bindkit.synth.rowkinds import ROW_KINDS
-    from bindkit.synth.validate import (
-        DATASET_RULES,
-        RULES,
-        SPLIT_SET_RULES,
-        TRIPLET_RULES,
-        check_split_set,
-        count_rules,
-        validate_file,
-    )
+    from bindkit.synth.example_rules import RULES
+    from bindkit.synth.rejection import count_rules
+    from bindkit.synth.rowkinds import ROW_KINDS, TRIPLET_RULES
+    from bindkit.synth.splitset import SPLIT_SET_RULES, check_split_set
+    from bindkit.synth.validate import DATASET_RULES, validate_file
 
     if (args.file is None) == (args.split_set is None):
         raise BindkitError("synth validate: give a FILE or --split-set DIR (one of them)")

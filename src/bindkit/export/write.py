@@ -212,7 +212,7 @@ def synth_export(directory: str | Path) -> Export:
     )
     from bindkit.saber.io import iter_lines
     from bindkit.synth.splits import SPLITS_JSON, VARIANTS, verify_splits
-    from bindkit.synth.validate import require_split_set
+    from bindkit.synth.splitset import require_split_set
 
     root = Path(directory)
     summary = verify_splits(root)

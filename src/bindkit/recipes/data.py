@@ -8,7 +8,7 @@ and ``test-recipe.jsonl`` (the first rows of the split's val and test files) and
 ``preserve-<set>.jsonl`` per preservation set the runs use
 (:func:`bindkit.synth.mixes.write_preservation`). The training file is a ``train`` file of the
 run's split set: every row must pass its kind's rule and the split set's leak check
-(:func:`~bindkit.synth.validate.check_split_set`) before it is written, else the recipe refuses
+(:func:`~bindkit.synth.splitset.check_split_set`) before it is written, else the recipe refuses
 with one line.
 """
 

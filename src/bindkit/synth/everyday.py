@@ -4,21 +4,27 @@ built from them, so that binding is not learnt as a property of the template's s
 Without them a preserved adapter moves the template captions (1 − cos to the base model 0.31)
 but natural captions hardly (0.07), since everyday sentences are what it was told to keep. The
 words are data (``data/everyday.toml``, read once by :func:`everyday_words`); none is a SABER
-vocabulary item.
+vocabulary item. Beside the makers, the rule each everyday row kind satisfies
+(:data:`EVERYDAY_CHECKS`, read from the row's texts alone), which
+:func:`bindkit.synth.rowkinds.kind_problem` applies.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from typing import Any
 
 from bindkit.errors import BindkitError
+from bindkit.synth.text import words as text_words
 
 WORDS = "everyday.toml"
+_ARTICLES = {"a", "an"}
 
 
 @dataclass(frozen=True)
@@ -351,3 +357,139 @@ def everyday_triplets(
                 }
             )
     return rows
+
+
+# -- the rule of each everyday row kind (bindkit.synth.rowkinds.ROW_KINDS) ---------------------
+@cache
+def _everyday_lexicon() -> tuple[dict[str, str], frozenset[str]]:
+    """Each everyday attribute's group (a colour, a material, a state pair, "big"/"small"), and
+    the action participles a paraphrase may add."""
+    lists = everyday_words()
+    group = {w: "colors" for w in lists.colors} | {w: "materials" for w in lists.materials}
+    group |= {w: "big" for w in lists.big} | {w: "small" for w in lists.small}
+    group |= {w: f"state {a}/{b}" for a, b in lists.states for w in (a, b)}
+    return group, frozenset(done for _, done in lists.actions)
+
+
+def _attributes(tokens: list[str]) -> list[int] | str:
+    """The positions of an everyday caption's two attributes (each before its noun)."""
+    group, _ = _everyday_lexicon()
+    slots = [i for i, w in enumerate(tokens[:-1]) if w in group]
+    return slots if len(slots) == 2 else f"{len(slots)} everyday attributes, not 2"
+
+
+def _same_but(a: list[str], b: list[str]) -> list[int] | None:
+    """The positions where two equally long token lists differ, a = an; None if their lengths
+    differ."""
+    if len(a) != len(b):
+        return None
+    return [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y and {x, y} != _ARTICLES]
+
+
+def _everyday_swap(caption: list[str], swap: list[str], name: str) -> str | None:
+    slots = _attributes(caption)
+    if isinstance(slots, str):
+        return f"the {name}: {slots}"
+    i, j = slots
+    changed = _same_but(caption, swap)
+    if changed != [i, j] or (swap[i], swap[j]) != (caption[j], caption[i]):
+        return f"the negative is not the {name} with its two attributes traded"
+    return None
+
+
+def _everyday_paraphrase(caption: list[str], para: list[str], name: str) -> str | None:
+    """Why ``para`` is no paraphrase of ``caption`` binding its attributes to the same nouns."""
+    slots = _attributes(caption)
+    if isinstance(slots, str):
+        return f"the {'query' if name == 'positive' else 'positive'}: {slots}"
+    _, participles = _everyday_lexicon()
+    extra = {"a", "an", "is", "being", "by", "wearing", "that", *participles}
+    new = [w for w in para if w not in set(caption) | extra]
+    if new:
+        return f"the {name} says {new[0]!r}, which the caption does not"
+    if para == caption:
+        return f"the {name} equals the caption"
+    pairs = set(itertools.pairwise(para))
+    triples = set(zip(para, para[1:], para[2:], para[3:], strict=False))
+    for i in slots:
+        attribute, noun = caption[i], caption[i + 1]
+        if (attribute, noun) not in pairs and (noun, "that", "is", attribute) not in triples:
+            return f"the {name} does not bind {attribute!r} to {noun!r} as the caption does"
+    return None
+
+
+def _everyday(back: bool = False) -> Callable[[str, str, str], str | None]:
+    def check(query: str, positive: str, negative: str) -> str | None:
+        q, p, n = text_words(query), text_words(positive), text_words(negative)
+        if back:
+            return _everyday_swap(p, n, "positive") or _everyday_paraphrase(p, q, "query")
+        return _everyday_swap(q, n, "query") or _everyday_paraphrase(q, p, "positive")
+
+    return check
+
+
+def _everyday_dropped(both: bool) -> Callable[[str, str, str], str | None]:
+    def check(query: str, positive: str, negative: str) -> str | None:
+        q, p = text_words(query), text_words(positive)
+        problem = _everyday_swap(q, text_words(negative), "query")
+        if problem:
+            return problem
+        slots = _attributes(q)
+        assert not isinstance(slots, str)
+        drops = [slots] if both else [[i] for i in slots]
+        for drop in drops:
+            if _same_but([w for k, w in enumerate(q) if k not in drop], p) == []:
+                return None
+        which = "both attributes" if both else "one of its attributes"
+        return f"the positive is not the query without {which}"
+
+    return check
+
+
+def _everyday_replaced(noun: bool) -> Callable[[str, str, str], str | None]:
+    def check(query: str, positive: str, negative: str) -> str | None:
+        q, n = text_words(query), text_words(negative)
+        problem = _everyday_paraphrase(q, text_words(positive), "positive")
+        if problem:
+            return problem
+        changed = _same_but(q, n)
+        if changed is None or len(changed) != 1:
+            return "the negative is not the query with exactly one word replaced"
+        old, new = q[changed[0]], n[changed[0]]
+        if noun:
+            if new in q or not any({old, new} <= set(g) for g in everyday_words().nouns):
+                return f"the negative's {new!r} is no other noun of {old!r}'s group"
+            return None
+        slots = _attributes(q)
+        assert not isinstance(slots, str)
+        if changed[0] not in slots:
+            return f"the negative replaces {old!r}, which is no attribute of the query"
+        other = q[slots[0]] if changed[0] == slots[1] else q[slots[1]]
+        if not _contradicts(old, new, other):
+            return f"the negative's {new!r} does not contradict {old!r}"
+        return None
+
+    return check
+
+
+def _contradicts(old: str, new: str, other: str) -> bool:
+    """Whether ``new`` contradicts the everyday attribute ``old`` (``other``: the caption's
+    other attribute): another colour or material than both, a size of the opposite kind (not
+    ``other``), the opposite state (which may be ``other``)."""
+    group, _ = _everyday_lexicon()
+    was, now = group.get(old), group.get(new)
+    if was in ("colors", "materials"):
+        return now == was and new not in (old, other)
+    if {was, now} == {"big", "small"}:
+        return new != other
+    return was is not None and was.startswith("state") and now == was and new != old
+
+
+EVERYDAY_CHECKS: dict[str, Callable[[str, str, str], str | None]] = {
+    "everyday": _everyday(),
+    "everyday_back": _everyday(back=True),
+    "everyday_omission": _everyday_dropped(both=False),
+    "everyday_bare": _everyday_dropped(both=True),
+    "everyday_replacement": _everyday_replaced(noun=False),
+    "everyday_noun": _everyday_replaced(noun=True),
+}

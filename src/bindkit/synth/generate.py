@@ -27,6 +27,7 @@ from bindkit.errors import BindkitError, DataFormatError, PathError
 from bindkit.synth.backends.base import AsyncBackend, Backend, Rejected
 from bindkit.synth.diversity import Controller, Plan
 from bindkit.synth.example import Example, complete
+from bindkit.synth.example_rules import validate_example
 from bindkit.synth.rundir import (
     EXAMPLES,
     FORMAT,
@@ -35,7 +36,6 @@ from bindkit.synth.rundir import (
     clean_temporary,
     read_manifest,
 )
-from bindkit.synth.validate import validate_example
 
 REJECTED = "rejected.jsonl"
 MAX_N = 10_000_000

@@ -186,7 +186,7 @@ def write_mix(
 ) -> Path:
     """Write ``DIR/train-<mix>.jsonl``: :func:`training_triplets` of the run's NoOverlap train
     pool (:func:`train_pool`), as the demo's data step makes it. Every row is checked first,
-    with the run's val/test/held-out files (:func:`bindkit.synth.validate.check_split_set`);
+    with the run's val/test/held-out files (:func:`bindkit.synth.splitset.check_split_set`);
     the file is written atomically and ``DIR/train-<mix>.json`` records what produced it (mix,
     seeds, vocabulary, the examples' and the file's hashes, rows per kind).
 
@@ -213,7 +213,7 @@ def write_mix(
 
     from bindkit._io import jsonl_bytes
     from bindkit.synth.rowkinds import kind_of
-    from bindkit.synth.validate import check_split_set
+    from bindkit.synth.splitset import check_split_set
 
     check_mix(mix)
     check_role_words(mix, exclude_data)

@@ -2,9 +2,12 @@
 
 A triplet row names its kind in ``row_kind`` (:data:`ROW_KIND`); a row without it is a
 ``swap`` row, as ``bindkit synth split`` writes them. The makers (:mod:`bindkit.synth.augment`,
-:mod:`bindkit.synth.everyday`) tag their rows; :func:`kind_problem` checks what each maker
-guarantees, from the query, positive and negative alone (no example, no declared bindings), and
-:func:`bindkit.synth.validate.validate_triplet` calls it for every kind but ``swap``.
+:mod:`bindkit.synth.everyday`, :mod:`bindkit.synth.roles`) tag their rows; :func:`kind_problem`
+checks what each maker guarantees, from the query, positive and negative alone (no example, no
+declared bindings): the caption rows' rules are here, the everyday and role rows' beside their
+makers (:data:`bindkit.synth.everyday.EVERYDAY_CHECKS`, :func:`bindkit.synth.roles.role_problem`).
+:func:`validate_triplet` is a row's whole check (schema, held-out membership, then its kind's
+rule); :mod:`bindkit.synth.validate` calls it on every line of a triplet file.
 """
 
 from __future__ import annotations
@@ -15,8 +18,11 @@ import re
 from collections.abc import Callable, Iterable
 from functools import cache
 
-from bindkit.synth.controls import read_lines
-from bindkit.synth.text import bag, words
+from bindkit.synth.constructions import CONSTRUCTIONS
+from bindkit.synth.controls import controls, read_lines
+from bindkit.synth.everyday import EVERYDAY_CHECKS
+from bindkit.synth.rejection import Rejection
+from bindkit.synth.text import bag, indefinite_article, words
 
 ROW_KIND = "row_kind"
 SWAP = "swap"
@@ -84,6 +90,19 @@ ROW_KINDS: dict[str, str] = {
     "kept): negative_kind attribute",
     "role_trait_roles": "action with a trait on each end → its passive vs the roles swapped, each "
     "noun keeping its trait",
+}
+# the rules every triplet row satisfies before its kind's (:func:`validate_triplet`); every
+# other rejection of a row is named after its kind
+TRIPLET_RULES: dict[str, str] = {
+    "schema": "a triplet row has query, positive, negative (strings), a known row_kind (none: "
+    "swap), a type and negative_kind its kind takes (a construction and attribute|object; "
+    "relation and negation rows relation|negation; everyday rows everyday; role rows type role, "
+    "negative_kind role, or attribute for role_trait)",
+    "permutation": "swap rows: the negative is a word-level permutation of the positive (a = an)",
+    "negative_distinct": "swap rows: the negative differs from the positive",
+    "heldout_in_split": "no held-out (deferred_bind) type in a train, val or test split, read "
+    "from the text of the query and positive ('respectively', 'the former/latter', 'the first "
+    "... the second') as well as from 'type'",
 }
 
 # A relation of the template captions and one that contradicts it (prepositions between objects
@@ -188,6 +207,66 @@ def kind_problem(kind: str, query: str, positive: str, negative: str) -> str | N
         'the negative is not the query with one relation word contradicted'
     """
     return _CHECKS[kind](query, positive, negative)
+
+
+# -- every triplet row: schema, held-out membership, then its kind's rule ----------------------
+def reads_deferred(text: str) -> bool:
+    """Whether a caption reads as a held-out deferred_bind one, whatever its declared type:
+    "respectively", "the former", "the latter", or both "the first" and "the second"."""
+    tokens = words(text)
+    bigrams = set(itertools.pairwise(tokens))
+    return (
+        "respectively" in tokens
+        or ("the", "former") in bigrams
+        or ("the", "latter") in bigrams
+        or {("the", "first"), ("the", "second")} <= bigrams
+    )
+
+
+def validate_triplet(obj: object, split: str | None) -> list[Rejection]:
+    """Every rule violation of one triplet row (``{"query", "positive", "negative", "type",
+    "negative_kind"}`` and optionally ``row_kind``; other keys are allowed): the schema, held-out
+    membership, then the rule of its row kind (:data:`ROW_KINDS`; a row
+    without ``row_kind`` is a swap row, as ``bindkit synth split`` writes them)."""
+    if not isinstance(obj, dict):
+        return [Rejection("schema", "a triplet must be a JSON object")]
+    for key in ("query", "positive", "negative", "type", "negative_kind"):
+        if not isinstance(obj.get(key), str):
+            return [Rejection("schema", f"field {key!r} must be a string")]
+    kind = kind_of(obj)
+    if kind not in ROW_KINDS:
+        message = f"unknown {ROW_KIND} {kind!r}; use one of {', '.join(ROW_KINDS)}"
+        return [Rejection("schema", message)]
+    own = "everyday" if kind in EVERYDAY_KINDS else "role" if kind in ROLE_KINDS else None
+    if (obj["type"] != own) if own else (obj["type"] not in CONSTRUCTIONS):
+        wanted = own or "a construction"
+        row = f"{indefinite_article(kind)} {kind} row"
+        return [Rejection("schema", f"type {obj['type']!r}: {row}'s type is {wanted}")]
+    if obj["negative_kind"] not in negative_kinds(kind):
+        wanted = " or ".join(repr(k) for k in negative_kinds(kind))
+        row = f"{indefinite_article(kind)} {kind} row"
+        return [Rejection("schema", f"negative_kind must be {wanted} in {row}")]
+    if split in ("train", "val", "test"):
+        if obj["type"] in controls()["splits"]["heldout"]:
+            message = f"{obj['type']} is held out of the {split} split"
+            return [Rejection("heldout_in_split", message)]
+        for field in ("positive", "query"):
+            if reads_deferred(obj[field]):
+                return [
+                    Rejection(
+                        "heldout_in_split",
+                        f"the {field} reads as a held-out deferred_bind caption (type "
+                        f"{obj['type']!r} declared) in the {split} split",
+                    )
+                ]
+    if kind != SWAP:
+        problem = kind_problem(kind, obj["query"], obj["positive"], obj["negative"])
+        return [Rejection(kind, problem)] if problem else []
+    if bag(obj["negative"]) != bag(obj["positive"]):
+        return [Rejection("permutation", "the negative is not a permutation of the positive")]
+    if words(obj["negative"]) == words(obj["positive"]):
+        return [Rejection("negative_distinct", "the negative equals the positive")]
+    return []
 
 
 # -- caption rows: the caption's own swap ------------------------------------------------------
@@ -375,136 +454,6 @@ def _relation(negate: bool, listed: bool) -> Callable[[str, str, str], str | Non
     return check
 
 
-# -- everyday rows -----------------------------------------------------------------------------
-@cache
-def _everyday_lexicon() -> tuple[dict[str, str], frozenset[str]]:
-    """Each everyday attribute's group (a colour, a material, a state pair, "big"/"small"), and
-    the action participles a paraphrase may add."""
-    from bindkit.synth.everyday import everyday_words
-
-    lists = everyday_words()
-    group = {w: "colors" for w in lists.colors} | {w: "materials" for w in lists.materials}
-    group |= {w: "big" for w in lists.big} | {w: "small" for w in lists.small}
-    group |= {w: f"state {a}/{b}" for a, b in lists.states for w in (a, b)}
-    return group, frozenset(done for _, done in lists.actions)
-
-
-def _attributes(tokens: list[str]) -> list[int] | str:
-    """The positions of an everyday caption's two attributes (each before its noun)."""
-    group, _ = _everyday_lexicon()
-    slots = [i for i, w in enumerate(tokens[:-1]) if w in group]
-    return slots if len(slots) == 2 else f"{len(slots)} everyday attributes, not 2"
-
-
-def _same_but(a: list[str], b: list[str]) -> list[int] | None:
-    """The positions where two equally long token lists differ, a = an; None if their lengths
-    differ."""
-    if len(a) != len(b):
-        return None
-    return [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y and {x, y} != _ARTICLES]
-
-
-def _everyday_swap(caption: list[str], swap: list[str], name: str) -> str | None:
-    slots = _attributes(caption)
-    if isinstance(slots, str):
-        return f"the {name}: {slots}"
-    i, j = slots
-    changed = _same_but(caption, swap)
-    if changed != [i, j] or (swap[i], swap[j]) != (caption[j], caption[i]):
-        return f"the negative is not the {name} with its two attributes traded"
-    return None
-
-
-def _everyday_paraphrase(caption: list[str], para: list[str], name: str) -> str | None:
-    """Why ``para`` is no paraphrase of ``caption`` binding its attributes to the same nouns."""
-    slots = _attributes(caption)
-    if isinstance(slots, str):
-        return f"the {'query' if name == 'positive' else 'positive'}: {slots}"
-    _, participles = _everyday_lexicon()
-    extra = {"a", "an", "is", "being", "by", "wearing", "that", *participles}
-    new = [w for w in para if w not in set(caption) | extra]
-    if new:
-        return f"the {name} says {new[0]!r}, which the caption does not"
-    if para == caption:
-        return f"the {name} equals the caption"
-    pairs = set(itertools.pairwise(para))
-    triples = set(zip(para, para[1:], para[2:], para[3:], strict=False))
-    for i in slots:
-        attribute, noun = caption[i], caption[i + 1]
-        if (attribute, noun) not in pairs and (noun, "that", "is", attribute) not in triples:
-            return f"the {name} does not bind {attribute!r} to {noun!r} as the caption does"
-    return None
-
-
-def _everyday(back: bool = False) -> Callable[[str, str, str], str | None]:
-    def check(query: str, positive: str, negative: str) -> str | None:
-        q, p, n = words(query), words(positive), words(negative)
-        if back:
-            return _everyday_swap(p, n, "positive") or _everyday_paraphrase(p, q, "query")
-        return _everyday_swap(q, n, "query") or _everyday_paraphrase(q, p, "positive")
-
-    return check
-
-
-def _everyday_dropped(both: bool) -> Callable[[str, str, str], str | None]:
-    def check(query: str, positive: str, negative: str) -> str | None:
-        q, p = words(query), words(positive)
-        problem = _everyday_swap(q, words(negative), "query")
-        if problem:
-            return problem
-        slots = _attributes(q)
-        assert not isinstance(slots, str)
-        drops = [slots] if both else [[i] for i in slots]
-        for drop in drops:
-            if _same_but([w for k, w in enumerate(q) if k not in drop], p) == []:
-                return None
-        which = "both attributes" if both else "one of its attributes"
-        return f"the positive is not the query without {which}"
-
-    return check
-
-
-def _everyday_replaced(noun: bool) -> Callable[[str, str, str], str | None]:
-    def check(query: str, positive: str, negative: str) -> str | None:
-        q, n = words(query), words(negative)
-        problem = _everyday_paraphrase(q, words(positive), "positive")
-        if problem:
-            return problem
-        changed = _same_but(q, n)
-        if changed is None or len(changed) != 1:
-            return "the negative is not the query with exactly one word replaced"
-        old, new = q[changed[0]], n[changed[0]]
-        if noun:
-            from bindkit.synth.everyday import everyday_words
-
-            if new in q or not any({old, new} <= set(g) for g in everyday_words().nouns):
-                return f"the negative's {new!r} is no other noun of {old!r}'s group"
-            return None
-        slots = _attributes(q)
-        assert not isinstance(slots, str)
-        if changed[0] not in slots:
-            return f"the negative replaces {old!r}, which is no attribute of the query"
-        other = q[slots[0]] if changed[0] == slots[1] else q[slots[1]]
-        if not _contradicts(old, new, other):
-            return f"the negative's {new!r} does not contradict {old!r}"
-        return None
-
-    return check
-
-
-def _contradicts(old: str, new: str, other: str) -> bool:
-    """Whether ``new`` contradicts the everyday attribute ``old`` (``other``: the caption's
-    other attribute): another colour or material than both, a size of the opposite kind (not
-    ``other``), the opposite state (which may be ``other``)."""
-    group, _ = _everyday_lexicon()
-    was, now = group.get(old), group.get(new)
-    if was in ("colors", "materials"):
-        return now == was and new not in (old, other)
-    if {was, now} == {"big", "small"}:
-        return new != other
-    return was is not None and was.startswith("state") and now == was and new != old
-
-
 def _role(kind: str, query: str, positive: str, negative: str) -> str | None:
     from bindkit.synth.roles import role_problem
 
@@ -522,12 +471,7 @@ _CHECKS: dict[str, Callable[[str, str, str], str | None]] = {
     "negation": _relation(negate=True, listed=False),
     "relation_listed": _relation(negate=False, listed=True),
     "negation_listed": _relation(negate=True, listed=True),
-    "everyday": _everyday(),
-    "everyday_back": _everyday(back=True),
-    "everyday_omission": _everyday_dropped(both=False),
-    "everyday_bare": _everyday_dropped(both=True),
-    "everyday_replacement": _everyday_replaced(noun=False),
-    "everyday_noun": _everyday_replaced(noun=True),
+    **EVERYDAY_CHECKS,
     **{kind: functools.partial(_role, kind) for kind in ROLE_KINDS},
 }
 assert set(_CHECKS) | {SWAP} == set(ROW_KINDS)

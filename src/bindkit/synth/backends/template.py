@@ -4,6 +4,10 @@ It honours the same plan as the LLM backend (length band, binding-distance windo
 context, register, opener, avoid and ban lists, attribute suggestions) and its output goes
 through the same validator. Filler phrases are chosen by exact word count, so distances and
 lengths are hit by construction rather than by retrying.
+
+It stays one module (about 630 lines) because its word tables, filler chains and sentence
+builder are one grammar: the builder's branches are written against the tables, and a split
+would only put the grammar's words in one file and its rules in another.
 """
 
 from __future__ import annotations
@@ -268,7 +272,7 @@ def grammar_words() -> frozenset[str]:
 @cache
 def object_pool() -> tuple[str, ...]:
     """Template nouns, without grammar words and plural-only nouns ("a pliers")."""
-    from bindkit.synth.validate import plural_only
+    from bindkit.synth.example_rules import plural_only
 
     nouns = " ".join(read_lines("template_objects.txt")).split()
     return tuple(n for n in nouns if n not in grammar_words() and n not in plural_only())

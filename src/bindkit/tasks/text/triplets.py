@@ -26,7 +26,7 @@ FIELDS = ("query", "positive", "negative")
 def read_triplets(path: str | Path) -> list[dict[str, Any]]:
     """Read and check a triplet JSONL file; errors name the file and line. A file of a synth
     run's split set is refused unless the set passes
-    :func:`bindkit.synth.validate.require_split_set`."""
+    :func:`bindkit.synth.splitset.require_split_set`."""
     path = need_file(Path(path), "a JSONL file of query/positive/negative rows")
     rows = []
     for lineno, row in jsonl_rows(path):
@@ -42,7 +42,7 @@ def read_triplets(path: str | Path) -> list[dict[str, Any]]:
     # a split file of a synth run (a variant's too), for `eval --task triplets` and `train
     # triplets` alike: only if its split set is whole, current, and no text or id crosses its
     # train/val/test/held-out files
-    from bindkit.synth.validate import require_split_set
+    from bindkit.synth.splitset import require_split_set
 
     require_split_set(path)
     return rows
