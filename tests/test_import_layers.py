@@ -27,9 +27,10 @@ LAYERS: list[tuple[str, ...]] = [
      "bindkit.results.per_query", "bindkit.results.instructions"),
     ("bindkit.mining",),
     ("bindkit.tasks",),
-    # what runs tasks and models, and the views of their results
+    # what runs tasks and models, and the views of their results; what builds the shipped
+    # models (bindkit.builtin scores them through bindkit.evaluation)
     ("bindkit.evaluation", "bindkit.results", "bindkit.analysis", "bindkit.fetch",
-     "bindkit.hub.export", "bindkit.train", "bindkit.integrations"),
+     "bindkit.hub.export", "bindkit.train", "bindkit.integrations", "bindkit.builtin"),
     # recipes: data → runs → soup → LiNeS → panel, over synth, train, adapters and evaluation
     ("bindkit.recipes",),
     ("bindkit.sweep", "bindkit.demo"),
