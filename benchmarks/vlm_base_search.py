@@ -112,9 +112,8 @@ def check_arguments(names: Sequence[str], demo: dict[str, Any], out: Path) -> No
     """Every argument before the first base trains, one line naming the first bad one: the
     variant names, the demo's options (its own checks), each variant's training options (the
     training script's checks) and --out."""
-    from bindkit._io import check_can_create
-    from bindkit._outputs import check_own_output
     from bindkit.demo.tiny_vlm import TinyVlmDemoOptions
+    from bindkit.support import check_can_create, check_own_output
 
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
@@ -161,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BindkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from bindkit._io import atomic_write_text
+    from bindkit.support import atomic_write_text
 
     record = {
         name: {"options": VARIANTS[name][1], "demo": {**demo}, "summary": results[name]}

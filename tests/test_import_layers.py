@@ -17,7 +17,8 @@ import bindkit
 LAYERS: list[tuple[str, ...]] = [
     # foundations: errors, files, locks, progress, pure metrics
     ("bindkit.errors", "bindkit._checks", "bindkit._environment", "bindkit._io", "bindkit._lock",
-     "bindkit._outputs", "bindkit._progress", "bindkit._staging", "bindkit.metrics"),
+     "bindkit._outputs", "bindkit._progress", "bindkit._staging", "bindkit.metrics",
+     "bindkit.support"),
     # formats and models: SABER files, adapters, embedders
     ("bindkit.saber", "bindkit.adapters", "bindkit.embed", "bindkit.identity"),
     # synthetic training data (reads SABER's vocabulary and language)
