@@ -75,8 +75,8 @@ def warmup_cosine(step: int, warmup: int, steps: int) -> float:
     decay to 0 at ``steps``.
 
     Example:
-        >>> [round(warmup_cosine(s, 2, 6), 3) for s in range(7)]
-        [0.5, 1.0, 1.0, 0.854, 0.5, 0.146, 0.0]
+        >>> [round(warmup_cosine(s, 2, 6), 3) for s in range(8)]  # 0 after the last step
+        [0.5, 1.0, 1.0, 0.854, 0.5, 0.146, 0.0, 0.0]
     """
     if step < warmup:
         return (step + 1) / warmup
