@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from bindkit.tasks.pairs import _aro_order as order
+from bindkit.tasks.pairs.aro import caption_options, nltk_tokenize, spacy_model, spacy_tag
 
 DATA = next(
     (
@@ -50,7 +50,7 @@ def main() -> None:
     import spacy
 
     captions = coco_captions(args.n)
-    full = spacy.load(order.spacy_model())
+    full = spacy.load(spacy_model())
 
     def original_tag(caps: Sequence[str]) -> Iterator[tuple[list[str], list[str]]]:
         for caption in caps:
@@ -59,14 +59,14 @@ def main() -> None:
             yield [t.text for t in doc], [t.tag_ for t in doc]
 
     # load the reduced pipeline and import NLTK outside the timing
-    list(order.spacy_tag(captions[:10]))
-    order.nltk_tokenize(captions[0])
+    list(spacy_tag(captions[:10]))
+    nltk_tokenize(captions[0])
     timings: dict[str, list[float]] = {"bindkit": [], "original": []}
     results = {}
     for _ in range(args.repeats):
-        for name, tag in (("bindkit", order.spacy_tag), ("original", original_tag)):
+        for name, tag in (("bindkit", spacy_tag), ("original", original_tag)):
             start = time.process_time()
-            results[name] = order.caption_options(captions, 1, tag, order.nltk_tokenize)
+            results[name] = caption_options(captions, 1, tag, nltk_tokenize)
             timings[name].append(time.process_time() - start)
     same = results["bindkit"] == results["original"]
     print(f"{args.n:,} COCO captions, seed 1: identical options: {same}")

@@ -76,10 +76,10 @@ def run_one(which: str, folder: Path, args: argparse.Namespace) -> dict[str, Any
         np.save(folder / f"exact-{backend}.npy", ids)
         out["candidates"] = len(candidates)
     elif which == "ivf":
-        from bindkit.mining.index import _faiss_index
+        from bindkit.mining.index import faiss_index
 
         config = IndexConfig(kind="ivf", nlist=args.nlist, memory=args.memory)
-        index = _faiss_index(candidates, config)
+        index = faiss_index(candidates, config)
         out["build_seconds"] = time.perf_counter() - start
         exact = np.load(folder / "exact-faiss.npy")
         out["sweep"] = []

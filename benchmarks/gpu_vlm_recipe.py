@@ -78,8 +78,8 @@ def sugarcrepe(specs: dict[str, str], data: Path, out: Path) -> dict[str, dict[s
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from bindkit._io import atomic_write_text
     from bindkit.demo.tiny_vlm import TinyVlmDemoOptions, run_tiny_vlm_demo
+    from bindkit.support import atomic_write_text
 
     if args.model_dir is not None:
         if not (Path(args.model_dir) / "config.json").is_file():

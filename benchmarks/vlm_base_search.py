@@ -1,6 +1,7 @@
 """Which base tiny-vlm lets text-only finetuning reach images? Train base variants with
-``scripts/train_tiny_vlm.py`` options, run ``bindkit demo finetune``'s recipe on each (text-only
-LoRA on the language layers, LiNeS), and tabulate SABER-shapes tt/ti/it/ii before and after.
+``scripts/train_tiny_vlm.py`` options (:mod:`bindkit.builtin.tiny_vlm`), run ``bindkit demo
+finetune``'s recipe on each (text-only LoRA on the language layers, LiNeS), and tabulate
+SABER-shapes tt/ti/it/ii before and after.
 
     python benchmarks/vlm_base_search.py --out runs/vlm-bases            # every variant
     python benchmarks/vlm_base_search.py --out runs/vlm-bases --only cap  # some of them
@@ -19,17 +20,16 @@ variant's training options, the demo's options, table and provenance).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bindkit.builtin import tiny_vlm
 from bindkit.demo.tiny_vlm import LR
 from bindkit.errors import BindkitError
 
-ROOT = Path(__file__).resolve().parents[1]
 PAIRINGS = ("tt", "ti", "it", "ii")
 #: name -> (what it tests, scripts/train_tiny_vlm.py options that differ from its defaults)
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -55,18 +55,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def _script() -> Any:
-    name = "train_tiny_vlm"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def run_variant(
     name: str, options: dict[str, Any], out: Path, demo: dict[str, Any]
 ) -> dict[str, Any]:
@@ -77,7 +65,7 @@ def run_variant(
     folder = out / name / f"demo{suffix(demo)}"
     if not (base / "training.json").is_file():
         flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
-        if _script().main(["--out", str(base), "-q", *flags]):
+        if tiny_vlm.main(["--out", str(base), "-q", *flags]):
             raise BindkitError(f"{name}: training the base failed (see above)")
     summary_file = folder / "demo.json"
     if summary_file.is_file():
@@ -124,9 +112,8 @@ def check_arguments(names: Sequence[str], demo: dict[str, Any], out: Path) -> No
     """Every argument before the first base trains, one line naming the first bad one: the
     variant names, the demo's options (its own checks), each variant's training options (the
     training script's checks) and --out."""
-    from bindkit._io import check_can_create
-    from bindkit._outputs import check_own_output
     from bindkit.demo.tiny_vlm import TinyVlmDemoOptions
+    from bindkit.support import check_can_create, check_own_output
 
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
@@ -135,7 +122,7 @@ def check_arguments(names: Sequence[str], demo: dict[str, Any], out: Path) -> No
         raise BindkitError(f"--lr {demo['lr']}: a learning rate in (0, 1), e.g. 3e-4")
     TinyVlmDemoOptions(out=str(out), **demo)  # --saber-per-n, --steps, --threads
     for name in names:
-        _script().TrainConfig(**VARIANTS[name][1]).check()
+        tiny_vlm.TrainConfig(**VARIANTS[name][1]).check()
     if out.exists() and not out.is_dir():
         raise BindkitError(f"--out {out}: is a file; give a folder for the search")
     check_can_create(out)
@@ -173,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BindkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from bindkit._io import atomic_write_text
+    from bindkit.support import atomic_write_text
 
     record = {
         name: {"options": VARIANTS[name][1], "demo": {**demo}, "summary": results[name]}

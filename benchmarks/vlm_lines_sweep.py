@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.0, 0.25, 0.5, 0.75, 1.0])
     args = parser.parse_args(argv)
-    from bindkit._io import atomic_write_text
+    from bindkit.support import atomic_write_text
 
     try:
         if any(not 0 <= a <= 1 for a in args.alphas):

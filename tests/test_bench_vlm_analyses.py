@@ -20,11 +20,13 @@ def _module() -> ModuleType:
 
 
 va = _module()
+common = load_script("benchmarks/_vlm_common.py")  # what the three analyses share
+gap = load_script("benchmarks/_vlm_gap.py")
 
 
 def test_the_halves_are_disjoint_and_cover_the_vocabulary() -> None:
     shapes = load_vocabulary("shapes")
-    a, b = va.split_vocabulary(shapes)
+    a, b = common.split_vocabulary(shapes)
 
     def names(vocab: Any) -> set[str]:
         return {x.name for x in vocab.attributes}
@@ -33,44 +35,44 @@ def test_the_halves_are_disjoint_and_cover_the_vocabulary() -> None:
     assert names(a) | names(b) == names(shapes) and set(a.objects) | set(b.objects) == set(
         shapes.objects
     )
-    assert len(b.objects) == va.HALF_N_MAX <= len(a.objects)
+    assert len(b.objects) == common.HALF_N_MAX <= len(a.objects)
     overlapping = subset_vocabulary(shapes, ["red", "wooden"], ["ring"], "C")
     with pytest.raises(BindkitError, match="share 'wooden'"):
-        va.check_halves(b, overlapping)
+        common.check_halves(b, overlapping)
 
 
 def test_every_row_is_checked_against_its_half() -> None:
     from bindkit.demo.tiny_clip import triplet_rows
     from bindkit.saber.build import SaberOptions, build_saber
 
-    a, b = va.split_vocabulary(load_vocabulary("shapes"))
-    mcqs = build_saber(SaberOptions(seed=2, per_n=4, n_max=va.HALF_N_MAX), a)
+    a, b = common.split_vocabulary(load_vocabulary("shapes"))
+    mcqs = build_saber(SaberOptions(seed=2, per_n=4, n_max=common.HALF_N_MAX), a)
     rows = triplet_rows(mcqs)
-    assert va.check_vocabulary(rows, a, "NoOverlap") == len(rows) == 3 * len(mcqs)
-    as_rows = [{"bindings": va.mcq_bindings(m)} for m in mcqs]
-    assert va.check_vocabulary(as_rows, a, "evaluation") == len(mcqs)
+    assert common.check_vocabulary(rows, a, "NoOverlap") == len(rows) == 3 * len(mcqs)
+    as_rows = [{"bindings": common.mcq_bindings(m)} for m in mcqs]
+    assert common.check_vocabulary(as_rows, a, "evaluation") == len(mcqs)
     with pytest.raises(BindkitError, match=r"NoOverlap row 0 \(query\)"):
-        va.check_vocabulary(rows, b, "NoOverlap")
+        common.check_vocabulary(rows, b, "NoOverlap")
     # one word of the other half, in the last text of the last row, is found
     last = json.loads(json.dumps(rows[-1]))
     last["bindings"]["negative"][-1][1] = b.objects[0]
     with pytest.raises(BindkitError, match=f"{b.objects[0]!r} is not in"):
-        va.check_vocabulary([*rows[:-1], last], a, "NoOverlap")
+        common.check_vocabulary([*rows[:-1], last], a, "NoOverlap")
 
 
 def test_size_matched_draws_the_same_count_from_each_pool() -> None:
     pools = {"x": list(range(10)), "y": list(range(100, 107)), "z": list(range(200, 230))}
-    chosen, count = va.size_matched(pools, 50, 2)
+    chosen, count = common.size_matched(pools, 50, 2)
     assert count == 7 and {len(c) for c in chosen.values()} == {7}
     assert set(chosen["y"]) == set(pools["y"]) and set(chosen["x"]) <= set(pools["x"])
-    assert va.size_matched(pools, 5, 2)[1] == 5
-    assert va.size_matched(pools, 50, 2)[0] == chosen  # a fixed seed
+    assert common.size_matched(pools, 5, 2)[1] == 5
+    assert common.size_matched(pools, 50, 2)[0] == chosen  # a fixed seed
 
 
 def test_spread_and_binding_key() -> None:
-    assert va.spread(list(range(10)), 4) == [0, 2, 5, 7]
-    assert va.spread([1, 2], 4) == [1, 2]
-    assert va.binding_key([("red", "cube"), ("blue", "cone")]) == "blue cone; red cube"
+    assert common.spread(list(range(10)), 4) == [0, 2, 5, 7]
+    assert common.spread([1, 2], 4) == [1, 2]
+    assert common.binding_key([("red", "cube"), ("blue", "cone")]) == "blue cone; red cube"
 
 
 def _cluster(anchor: str, *negatives: str) -> dict[str, Any]:
@@ -84,22 +86,22 @@ def test_false_negatives_counted_by_hand() -> None:
         _cluster("c.png", "d.png"),
         _cluster("b.png", "a.png", "d.png", "c.png"),  # a: false
     ]
-    assert va.false_negatives(clusters, truth) == (2, 6)
-    assert va.false_negatives([], truth) == (0, 0)
+    assert common.false_negatives(clusters, truth) == (2, 6)
+    assert common.false_negatives([], truth) == (0, 0)
 
 
 def test_the_model_folder_and_the_layout_specs() -> None:
     from bindkit.embed.backends.builtin import builtin_dir
 
     folder = builtin_dir("tiny-vlm")
-    specs = va.gap_specs("builtin:tiny-vlm", Path("/x/adapter-raw"))
+    specs = gap.gap_specs("builtin:tiny-vlm", Path("/x/adapter-raw"))
     assert specs["native"] == "builtin:tiny-vlm+adapter=/x/adapter-raw"
     assert specs["mllm"].startswith(f"mllm:{folder}+max_pixels=")
     assert specs["mllm"].endswith("+adapter=/x/adapter-raw")
-    other = va.checkpoint_folder("builtin:tiny-vlm+weights=" + str(folder))
+    other = common.checkpoint_folder("builtin:tiny-vlm+weights=" + str(folder))
     assert other[0] == folder
     with pytest.raises(BindkitError, match="--adapter"):
-        va.gap_specs("builtin:tiny-vlm+adapter=/x", None)
+        gap.gap_specs("builtin:tiny-vlm+adapter=/x", None)
 
 
 def test_a_wrong_model_or_adapter_is_one_line(
@@ -122,9 +124,9 @@ def test_overlap_then_gap_end_to_end(tmp_path: Path) -> None:
     args = ["--train-per-n", "4", "--train-mcqs", "6", "--steps", "2"]
     assert va.main(["overlap", "--out", str(out), *args, *TINY]) == 0
     record = json.loads((out / "overlap" / "overlap.json").read_text())
-    assert list(record["table"]) == list(record["control"]) == ["base", *va.ARMS]
+    assert list(record["table"]) == list(record["control"]) == ["base", *common.ARMS]
     assert record["counts"]["eval_mcqs"] == record["counts"]["control_mcqs"] == 12
-    assert {record["counts"][arm]["triplets"] for arm in va.ARMS} == {18}
+    assert {record["counts"][arm]["triplets"] for arm in common.ARMS} == {18}
     assert all(0 <= v <= 1 for row in record["table"].values() for v in row.values())
     assert record["provenance"]["base_model"]["weights"]["weights"]
     scores = out / "overlap" / "scores" / "nooverlap.json"
@@ -149,7 +151,7 @@ def test_overlap_then_gap_end_to_end(tmp_path: Path) -> None:
         assert gap["adapter-raw"][name]["modality_gap"] != gap["base"][name]["modality_gap"]
     scores = found["scores"]
     assert list(scores["base"]) == list(scores["adapter-raw"]) == expected
-    assert set(scores["base"]["mllm user"]["scores"]) == set(va.PAIRINGS)
+    assert set(scores["base"]["mllm user"]["scores"]) == set(common.PAIRINGS)
     assert scores["base"]["mllm user"]["provenance"][0]["model"] == "base · mllm user"
 
 
@@ -166,7 +168,7 @@ def test_saha_end_to_end(tmp_path: Path) -> None:
         )
     assert record["mining"]["SaHa + label filter"]["false_negatives"] == 0
     assert record["mining"]["hard negatives (top-k)"]["false_negatives"] > 0
-    assert list(record["table"]) == ["base", *va.TRAINED]
+    assert list(record["table"]) == ["base", *common.TRAINED]
     assert (out / "saha" / "saha.md").read_text().count("|") > 20
 
 
@@ -179,7 +181,7 @@ def test_the_mllm_system_layout_with_the_models_own_prompt_is_the_native_model()
     from bindkit.embed.prompts import QWEN3_VL_EMBEDDING_DEFAULT
     from bindkit.embed.registry import load_embedder
 
-    specs = va.gap_specs(va.MODEL, None)
+    specs = gap.gap_specs(common.MODEL, None)
     native = load_embedder(specs["native"], cache=False, progress=False)
     mllm = load_embedder(
         f"{specs['mllm']}+layout=system+system_prompt={QWEN3_VL_EMBEDDING_DEFAULT}",

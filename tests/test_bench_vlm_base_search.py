@@ -47,10 +47,10 @@ def test_table_reads_base_then_lora_then_lines() -> None:
 
 def test_every_variant_is_a_training_option_of_the_script() -> None:
     bench = _bench()
-    fields = set(bench._script().TrainConfig.__dataclass_fields__)
+    fields = set(bench.tiny_vlm.TrainConfig.__dataclass_fields__)
     for name, (_, options) in bench.VARIANTS.items():
         assert set(options) <= fields, name
-        bench._script().TrainConfig(**options).check()
+        bench.tiny_vlm.TrainConfig(**options).check()
 
 
 def test_unknown_variant_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,7 +67,7 @@ def test_finished_variants_are_reused_not_retrained(
     def refuse(*args: object, **kwargs: object) -> int:
         raise AssertionError("a finished variant was trained again")
 
-    monkeypatch.setattr(bench._script(), "main", refuse)
+    monkeypatch.setattr(bench.tiny_vlm, "main", refuse)
     assert bench.main(["--out", str(tmp_path), "--only", "cap", "-q"]) == 0
     assert "30.0 → 40.0 → 35.0" in (tmp_path / "search.md").read_text()
     record = json.loads((tmp_path / "search.json").read_text())
@@ -83,7 +83,7 @@ def test_another_lr_reuses_the_base_and_keeps_its_own_demo(
     (tmp_path / "cap" / "demo-lr0.0003" / "demo.json").write_text(
         json.dumps(_summary(0.3, 0.5, 0.45))
     )
-    monkeypatch.setattr(bench._script(), "main", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(bench.tiny_vlm, "main", lambda *a, **k: 1 / 0)
     assert bench.main(["--out", str(tmp_path), "--only", "cap", "--lr", "3e-4", "-q"]) == 0
     assert "30.0 → 50.0 → 45.0" in (tmp_path / "search-lr0.0003.md").read_text()
     assert not (tmp_path / "search.md").exists()

@@ -28,7 +28,6 @@ pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402
 
 from bindkit.embed.backends.tiny_clip import TinyClip, TinyClipConfig, Tokenizer  # noqa: E402
-from script_module import load_script  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -58,7 +57,9 @@ def scenes() -> list[Image.Image]:
 
 
 def _train_script() -> ModuleType:
-    return load_script("scripts/train_tiny_clip.py")
+    from bindkit.builtin import tiny_clip
+
+    return tiny_clip
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -252,15 +253,16 @@ def test_padding_does_not_change_a_text_vector() -> None:
 
 # -- training -----------------------------------------------------------------------------------
 def test_multi_positive_nce_hand_computed() -> None:
-    train = _train_script()
+    from bindkit.builtin.build import multi_positive_nce
+
     logits = torch.tensor([[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]])
     positives = torch.tensor([[True, True, False], [False, False, False]])
     # row 0: the mean of -log(1/3) over its two positives; row 1 has none and is left out
     expected = float(np.log(3.0))
-    assert float(train.multi_positive_nce(logits, positives)) == pytest.approx(expected)
+    assert float(multi_positive_nce(logits, positives)) == pytest.approx(expected)
     one = torch.tensor([[False, False, False], [False, False, True]])
     expected = -float(torch.log_softmax(logits[1], 0)[2])
-    assert float(train.multi_positive_nce(logits, one)) == pytest.approx(expected)
+    assert float(multi_positive_nce(logits, one)) == pytest.approx(expected)
 
 
 def test_contrastive_loss_prefers_the_matching_caption() -> None:
@@ -318,3 +320,25 @@ def test_training_options_are_validated(capsys: pytest.CaptureFixture[str], tmp_
     assert train.main([*TINY, "--image-size", "40", "--out", str(tmp_path / "x")]) == 2
     assert "architecture options: image_size 40 must be a multiple" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_model_card_is_the_shipped_one() -> None:
+    """The card of the shipped training.json is the shipped card, byte for byte, but for the
+    one paragraph written by hand after a rerun (it names a date and a second measurement)."""
+    from bindkit.builtin.cards import tiny_clip_card
+
+    folder = builtin_dir("tiny-clip")
+    summary = json.loads((folder / "training.json").read_text("utf-8"))
+    shipped = (folder / "README.md").read_text("utf-8").split("\n\n")
+    by_hand = [p for p in shipped if p.startswith("Rerun on 2026-12-02 ")]
+    assert len(by_hand) == 1
+    shipped.remove(by_hand[0])
+    assert tiny_clip_card(summary) == "\n\n".join(shipped)
+
+
+def test_script_is_the_library_command() -> None:
+    """``scripts/train_tiny_clip.py`` runs the library's command (one parser for both)."""
+    from script_module import load_script
+
+    script = load_script("scripts/train_tiny_clip.py")
+    assert script.main is _train_script().main

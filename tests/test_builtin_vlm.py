@@ -24,7 +24,6 @@ pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402
 
 from bindkit.embed.backends.mllm import MLLMEmbedder  # noqa: E402
-from script_module import load_script  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -53,7 +52,9 @@ def scenes() -> list[Image.Image]:
 
 
 def _script() -> ModuleType:
-    return load_script("scripts/train_tiny_vlm.py")
+    from bindkit.builtin import tiny_vlm
+
+    return tiny_vlm
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -310,12 +311,13 @@ def test_image_and_caption_terms_train_and_stay_reproducible(tmp_path: Path) -> 
 def test_model_card_is_the_shipped_one_and_names_the_optional_terms() -> None:
     """The card of the shipped training.json is the shipped card, byte for byte; a run with the
     image term says that swapped images were its hard negatives."""
-    script = _script()
+    from bindkit.builtin.cards import tiny_vlm_card
+
     folder = builtin_dir("tiny-vlm")
     summary = json.loads((folder / "training.json").read_text("utf-8"))
-    assert script.card(summary) == (folder / "README.md").read_text("utf-8")
+    assert tiny_vlm_card(summary) == (folder / "README.md").read_text("utf-8")
     summary["config"] = {**summary["config"], "image_weight": 1.0, "caption_weight": 0.5}
-    text = script.card(summary)
+    text = tiny_vlm_card(summary)
     assert "in-batch negatives only" not in text
     assert "swapped scenes are in-batch hard negatives for images" in text
     assert "Plus 0.5 × captioning" in text

@@ -19,7 +19,8 @@ import bindkit
 LAYERS: list[tuple[str, ...]] = [
     # foundations: errors, files, locks, progress, pure metrics
     ("bindkit.errors", "bindkit._checks", "bindkit._environment", "bindkit._io", "bindkit._lock",
-     "bindkit._outputs", "bindkit._progress", "bindkit._staging", "bindkit.metrics"),
+     "bindkit._outputs", "bindkit._progress", "bindkit._staging", "bindkit.metrics",
+     "bindkit.support"),
     # formats and models: SABER files, adapters, embedders
     ("bindkit.saber", "bindkit.adapters", "bindkit.embed", "bindkit.identity"),
     # synthetic training data (reads SABER's vocabulary and language)
@@ -28,9 +29,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("bindkit.hfdata", "bindkit.records"),
     ("bindkit.mining",),
     ("bindkit.tasks",),
-    # what runs tasks and models, and the views of their results
+    # what runs tasks and models, and the views of their results; what builds the shipped
+    # models (bindkit.builtin scores them through bindkit.evaluation)
     ("bindkit.evaluation", "bindkit.results", "bindkit.analysis", "bindkit.fetch",
-     "bindkit.export", "bindkit.train", "bindkit.mteb_bridge"),
+     "bindkit.export", "bindkit.train", "bindkit.mteb_bridge",
+     "bindkit.builtin"),
     # recipes: data → runs → soup → LiNeS → panel, over synth, train, adapters and evaluation
     ("bindkit.recipes",),
     ("bindkit.sweep", "bindkit.demo"),

@@ -1,4 +1,5 @@
-"""The user-facing scripts follow the library's rules: ``scripts/train_tiny_vlm.py``,
+"""The user-facing scripts follow the library's rules: ``scripts/train_tiny_vlm.py`` (the command
+of :mod:`bindkit.builtin.tiny_vlm`),
 ``benchmarks/vlm_base_search.py`` and ``benchmarks/vlm_analyses.py`` check every argument before
 any work, each bad one in one line naming it, exit 2, and leave no output folder behind.
 
@@ -99,8 +100,18 @@ def _no_work(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError("the work started although an argument is bad")
 
 
+def _load(script: str) -> ModuleType:
+    """The module whose ``main`` the script runs: the library's for the training script."""
+    if script == TRAIN:
+        import bindkit.builtin.tiny_vlm
+
+        assert load_script(script).main is bindkit.builtin.tiny_vlm.main
+        return bindkit.builtin.tiny_vlm
+    return load_script(script)
+
+
 def _module(script: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    module = load_script(script)
+    module = _load(script)
     if script == TRAIN:
         monkeypatch.setattr(module, "train", _no_work)
     elif script == SEARCH:
@@ -160,7 +171,7 @@ def test_good_arguments_reach_the_work(tmp_path: Path, monkeypatch: pytest.Monke
         (SEARCH, ["--out", "search", "--only", "cap"]),
         (ANALYSES, ["gap", "--out", "an", "--no-scores"]),
     ):
-        module = load_script(script)
+        module = _load(script)
         for name in ("train", "run_variant", "run_gap"):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, work)

@@ -20,7 +20,7 @@ SICK_DEV = 1000  # SICK_train pairs of the dev panel
 def dev_panel(shared: Path, out: Path, seed: int = 0) -> None:
     """The dev panel files: SugarCrepe text triplets (query: another caption of the same COCO
     image) and ``SICK_DEV`` shuffled SICK_train pairs."""
-    from bindkit._io import atomic_write_text
+    from bindkit.support import atomic_write_text
     from bindkit.tasks.pairs.sugarcrepe import read_sugarcrepe
 
     items, _ = read_sugarcrepe(shared / "sugarcrepe")

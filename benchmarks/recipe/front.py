@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bindkit._io import atomic_write_bytes
+    from bindkit.support import atomic_write_bytes
     from bindkit.sweep.front import pareto_front
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

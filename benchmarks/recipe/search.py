@@ -120,7 +120,7 @@ def columns(study: dict[str, Any]) -> list[str]:
 
 def run(names: list[str], study: dict[str, Any], work: Path, shared: Path) -> None:
     """The base row and each trial's rows → ``W/results.csv`` and ``W/results.md``."""
-    from bindkit._io import atomic_write_text
+    from bindkit.support import atomic_write_text
 
     unknown = [n for n in names if n not in study["trials"]]
     if unknown or not names:

@@ -9,8 +9,11 @@ Spearman without the negated pairs.
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -18,7 +21,8 @@ from scipy.stats import spearmanr
 NEGATION = re.compile(r"\b(no|not|nobody|none)\b|n't")
 
 
-def main(path: str, specs: list[str]) -> None:
+def compare(path: str, specs: list[str]) -> None:
+    """Print the negation diagnosis of each model spec on the SICK file ``path``."""
     import torch
 
     from bindkit.embed.registry import load_embedder
@@ -49,5 +53,17 @@ def main(path: str, specs: list[str]) -> None:
         )
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sick", type=Path, help="a SICK file (SICK_trial.txt, SICK.txt)")
+    parser.add_argument("models", nargs="+", help="model specs to compare")
+    args = parser.parse_args(argv)
+    if not args.sick.is_file():
+        print(f"error: {args.sick}: no such file; give a SICK .txt file", file=sys.stderr)
+        return 2
+    compare(str(args.sick), args.models)
+    return 0
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    raise SystemExit(main())

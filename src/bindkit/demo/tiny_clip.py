@@ -244,7 +244,12 @@ def _train(
     )
 
 
-def _evaluate(out: Path, saber: Path, models: dict[str, str]) -> tuple[dict[str, Any], list[Any]]:
+def evaluate_pairings(
+    out: Path, saber: Path, models: dict[str, str]
+) -> tuple[dict[str, Any], list[Any]]:
+    """The four SABER pairings of each ``label → spec`` in ``models`` on the rendered set
+    ``saber``, results under ``out``: the demo table (label → pairing → MCQ accuracy) and each
+    model's provenance. Used by both demos and ``benchmarks/vlm_analyses.py``."""
     from bindkit.evaluation import evaluate
 
     table: dict[str, dict[str, float]] = {}
@@ -321,7 +326,7 @@ def _run(options: TinyClipDemoOptions, out: Path) -> dict[str, Any]:
     run = _train(options, out, rows, ensemble)
     adapter = out / "run" / "adapter-raw"
     models = {"base": MODEL, "text-only LoRA": f"{MODEL}+adapter={adapter}"}
-    table, provenance = _evaluate(out, saber, models)
+    table, provenance = evaluate_pairings(out, saber, models)
     seconds = time.perf_counter() - started
     counts = {
         "eval_mcqs": len(held_out),

@@ -94,7 +94,13 @@ def run_tiny_vlm_demo(options: TinyVlmDemoOptions) -> dict[str, Any]:
         return _run(options, out)
 
 
-def _train(options: TinyVlmDemoOptions, out: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def train_lora(
+    options: TinyVlmDemoOptions, out: Path, rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The demo's text-only LoRA run on triplet ``rows``: writes them (the last ones held out)
+    and the single-pair preservation captions under ``out/data`` and trains with
+    :func:`~bindkit.train.trainer.train_triplets` into ``out/run`` (reused when finished);
+    returns its summary. Used by the demo and by ``benchmarks/vlm_analyses.py overlap``."""
     from bindkit._io import atomic_write_bytes, jsonl_bytes
     from bindkit.train.config import TrainConfig
     from bindkit.train.trainer import train_triplets
@@ -131,10 +137,10 @@ def _train(options: TinyVlmDemoOptions, out: Path, rows: list[dict[str, Any]]) -
 def _run(options: TinyVlmDemoOptions, out: Path) -> dict[str, Any]:
     from bindkit import __version__
     from bindkit.demo.tiny_clip import (
-        _evaluate,
         _saber,
         check_disjoint,
         disjoint_mcqs,
+        evaluate_pairings,
         triplet_rows,
     )
     from bindkit.saber.build import SaberOptions, build_saber
@@ -149,14 +155,14 @@ def _run(options: TinyVlmDemoOptions, out: Path) -> dict[str, Any]:
     rows = triplet_rows(train)
     check_disjoint(rows, held_out)
     _say(options, f"training: {len(rows)} triplets from {len(train)} of {len(drawn)} MCQs")
-    run = _train(options, out, rows)
+    run = train_lora(options, out, rows)
     model = options.model
     models = {
         "base": model,
         "text-only LoRA": f"{model}+adapter={out / 'run' / 'adapter-raw'}",
         "text-only LoRA + LiNeS": f"{model}+adapter={out / 'run' / 'adapter-lines'}",
     }
-    table, provenance = _evaluate(out, saber, models)
+    table, provenance = evaluate_pairings(out, saber, models)
     seconds = time.perf_counter() - started
     counts = {
         "eval_mcqs": len(held_out),

@@ -200,7 +200,7 @@ def _sample(corpus: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
     return np.ascontiguousarray(corpus[rows], dtype=np.float32)
 
 
-def _faiss_index(corpus: np.ndarray, config: IndexConfig) -> Any:
+def faiss_index(corpus: np.ndarray, config: IndexConfig) -> Any:
     """An IVF or HNSW index, trained on a sample and filled block by block."""
     import faiss
 
@@ -246,7 +246,7 @@ def search(
     backend = config.resolved_backend()
     if config.kind == "flat":
         return exact_search(queries, corpus, n, config.memory, backend)
-    index = _faiss_index(corpus, config)
+    index = faiss_index(corpus, config)
     scores = np.empty((len(queries), n), dtype=np.float32)
     ids = np.empty((len(queries), n), dtype=np.int64)
     query_block, _ = block_sizes(len(queries), len(corpus), corpus.shape[1], config.memory, 0)

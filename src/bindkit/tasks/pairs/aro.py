@@ -37,6 +37,13 @@ from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
 from bindkit.tasks.base import Dataset, EvalContext, Task, TaskMetadata
 from bindkit.tasks.pairs import _aro_order as order
+
+# ARO's caption shuffles, public through the task that uses them (the family's helper module is
+# private): benchmarks/bench_aro_order.py times them against the original's
+from bindkit.tasks.pairs._aro_order import caption_options as caption_options
+from bindkit.tasks.pairs._aro_order import nltk_tokenize as nltk_tokenize
+from bindkit.tasks.pairs._aro_order import spacy_model as spacy_model
+from bindkit.tasks.pairs._aro_order import spacy_tag as spacy_tag
 from bindkit.tasks.pairs._base import prefers_positive
 
 VG_FILES = {
