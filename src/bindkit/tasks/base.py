@@ -68,6 +68,9 @@ class TaskMetadata:
             headline and in the per-benchmark table.
         averaged: The benchmark reports the mean over its subsets (MMEB's overall score): the
             overview shows that mean; otherwise it shows each subset in its own column.
+        mteb_names: bindkit scores (the main score or ``scores``) that mteb computes under another
+            name (``map_independent`` → ``map_at_1000``): ``bindkit export-results --format
+            mteb`` writes each under both.
         fetchable: ``bindkit fetch NAME`` has a download plan for it (:mod:`bindkit.fetch.
             sources`), so a missing-data error names that command. Declared here, and checked
             against the plans by a test, so that tasks never import the fetch layer above them.
@@ -91,8 +94,14 @@ class TaskMetadata:
     scores: tuple[str, ...] = field(default=())
     averaged: bool = False
     fetchable: bool = False
+    mteb_names: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        unknown_scores = sorted(set(self.mteb_names) - {self.main_score, *self.scores})
+        if unknown_scores:
+            raise ValueError(
+                f"{self.name}: mteb_names of scores it does not declare {unknown_scores}"
+            )
         if any(r not in TIE_RULES for r in self._tie_rules()):
             raise ValueError(f"{self.name}: ties must be wrong, correct or share")
         if isinstance(self.ties, Mapping) and set(self.ties) != set(self.subsets):

@@ -38,6 +38,11 @@ class SaberTask(Task):
         published="built in (`bindkit saber generate`)",
         data_help="a directory made by `bindkit saber generate` (default: the default set)",
         version=2,  # 2: roles read from the file, chained tie groups (issue #26)
+        mteb_names={
+            "mcq_accuracy": "accuracy",
+            "map_independent": "map_at_1000",
+            "map_nested": "map_at_1000",
+        },
     )
     tie_rules = TIE_RULES  # the MCQ credit and wins by role; mAP and containment have their own
 

@@ -58,6 +58,7 @@ class TripletTask(TextFileTask):
         reference="seed 000, Table 1 (binding triplets)",
         ties="wrong",
         data_help="a JSONL file of query/positive/negative rows",
+        mteb_names={"triplet_accuracy": "accuracy"},
     )
     tie_rules = TIE_RULES
 
