@@ -185,6 +185,14 @@ def recipe_keys_page(keys: list[Any] | None = None) -> str:
 
 
 # -- tasks -----------------------------------------------------------------------------------------
+def _ties(ties: Any) -> str:
+    if ties is None:
+        return "none (rankings and correlations: the metric's own, see Protocol)"
+    if isinstance(ties, str):
+        return f"`{ties}`"
+    return ", ".join(f"`{subset}`: `{rule}`" for subset, rule in ties.items())
+
+
 def task_page(cls: type[Any], plan: Any | None, manual: str | None) -> str:
     """One task's page: metadata, protocol (its class docstring) and fetch plan."""
     import inspect
@@ -197,7 +205,7 @@ def task_page(cls: type[Any], plan: Any | None, manual: str | None) -> str:
         ("subsets", ", ".join(f"`{s}`" for s in meta.subsets)),
         ("modalities", ", ".join(meta.modalities)),
         ("pairings", ", ".join(f"`{p}`" for p in meta.pairings)),
-        ("ties", f"`{meta.ties}`"),
+        ("ties", _ties(meta.ties)),
         ("reference", meta.reference or "none"),
         ("licence", meta.license or "not stated"),
         ("published", meta.published or "not stated"),

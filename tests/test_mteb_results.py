@@ -73,7 +73,7 @@ def test_export_carries_every_score_bindkit_computed_under_mtebs_names(
 ) -> None:
     """Each subset holds every score of its bindkit result (breakdowns too), under mteb's name
     where mteb has the metric; the subsets of a result together hold all of its scores."""
-    from bindkit.mteb_bridge.mteb_results import MTEB_NAMES
+    from bindkit.tasks.base import get_task
 
     out = tmp_path / "mteb"
     export_mteb(results, out)
@@ -90,7 +90,7 @@ def test_export_carries_every_score_bindkit_computed_under_mtebs_names(
         carried = {k for e in entries for k in e if k not in ("hf_subset", "languages", "bindkit")}
         assert set(record["scores"]) <= carried, set(record["scores"]) - carried
         for entry in entries:
-            for bindkit_name, mteb_name in MTEB_NAMES.items():
+            for bindkit_name, mteb_name in get_task(record["task"]).metadata.mteb_names.items():
                 if bindkit_name in entry:
                     assert entry[mteb_name] == pytest.approx(entry[bindkit_name], abs=1e-6)
         by_subset = {e["hf_subset"]: e for e in entries}

@@ -82,7 +82,9 @@ def test_mcq_ties_share_as_bindkit_and_mteb_accuracy_breaks_them_by_id(
 def test_mcq_accuracy_from_runs_shares_ties() -> None:
     qrels = {"a": {"a1": 1, "a2": 0}, "b": {"b1": 1, "b2": 0, "b3": 0}, "c": {"c1": 1}}
     runs = {"a": {"a1": 0.5, "a2": 0.5}, "b": {"b1": 0.9, "b2": 0.1, "b3": 0.2}, "c": {}}
-    assert mteb_tasks.mcq_accuracy_from_runs(qrels, runs) == pytest.approx((0.5 + 1 + 0) / 3)
+    shared = mteb_tasks.mcq_accuracy_from_runs(qrels, runs, "share")
+    assert shared == pytest.approx((0.5 + 1 + 0) / 3)
+    assert mteb_tasks.mcq_accuracy_from_runs(qrels, runs, "wrong") == pytest.approx(1 / 3)
 
 
 def test_get_task_finds_registered_saber_tasks() -> None:

@@ -246,3 +246,22 @@ def test_the_report_states_lines_as_it_is(alpha: float, stated: str) -> None:
     assert f"preserve-soup {stated}" in text and f"`adapter/` ({stated}" in text
     assert "applied" not in text
     assert ("the same bytes as the raw update" in text) == (alpha == 1.0)
+
+
+def test_train_is_checked_by_train_config_itself_without_its_files() -> None:
+    """``[train]`` goes through ``TrainConfig.check_values``: the dataclass's own checks on the
+    fields given, the modes judged with the files the runs will give (no stand-in train file)."""
+    from bindkit.train.config import TrainConfig
+
+    TrainConfig.check_values({"preserve_relational": 0.5}, given=("preserve",))
+    with pytest.raises(BindkitError, match=r"^--preserve-relational 0.5: has no effect without"):
+        TrainConfig.check_values({"preserve_relational": 0.5})
+    with pytest.raises(BindkitError, match=r"^--margin 0.1: has no effect without --loss hinge"):
+        TrainConfig.check_values({"loss": "infonce", "margin": 0.1})
+    with pytest.raises(BindkitError, match=r"^lr 'x': lr takes a float$"):
+        TrainConfig.check_values({"lr": "x"})
+    preserved = _binding().replace(**{"train.preserve_relational": 0.5})  # every run preserves
+    assert preserved.train["preserve_relational"] == 0.5
+    runs = [{"name": "plain", "seed": 0, "preservation": "none"}]
+    with pytest.raises(BindkitError, match=r"^\[train\] \(a run without preservation\): --pre"):
+        preserved.replace(runs=runs, soup=None, select={})

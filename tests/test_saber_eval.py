@@ -200,3 +200,38 @@ def test_swap_supersets_is_a_task_option_recorded_in_the_result(tmp_path: Path) 
     n = plain["counts"]["containment_subset_above_superset_comparisons"]
     assert [t.rows[0][2] for t in tables] == ["bp", "bp + swaps"]
     assert tables[0].rows[0][8] == f"{n:,}"
+
+
+def test_the_declared_tie_rule_scores_the_mcq(
+    vocab: Vocabulary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One MCQ whose exact candidate ties its first swap at the top: the declared rule (share)
+    gives each 1/2; the task scores under whatever its metadata declares."""
+    from _fakes import TableEmbedder
+    from bindkit.saber.io import SaberSet, role_positions
+    from bindkit.tasks.base import Dataset, EvalContext
+
+    mcq = build_saber(SaberOptions(seed=3, per_n=2, n_max=2), vocab)[0]
+    exact, swap, *_ = (mcq.candidates[k] for k in role_positions(mcq))
+    top, low = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
+    vectors = {c.text: low for c in mcq.candidates} | {mcq.query.text: top}
+    vectors |= {exact.text: top, swap.text: top}
+    dataset = Dataset("one", "0", "test", SaberSet(Path("."), (mcq,), None))
+
+    def scored() -> dict[str, object]:
+        result = SaberTask().evaluate(
+            TableEmbedder(vectors), dataset, "default", "tt", EvalContext()
+        )
+        assert result is not None
+        return result["scores"]
+
+    declared = scored()
+    assert declared["mcq_accuracy"] == 0.5  # SABER's rule: a 2-way tie shares the credit
+    assert declared["mcq_wins_by_role"][swap.role] == 0.5
+    for rule, credit in (("wrong", 0.0), ("correct", 1.0)):
+        monkeypatch.setattr(
+            SaberTask, "metadata", dataclasses.replace(SaberTask.metadata, ties=rule)
+        )
+        assert scored()["mcq_accuracy"] == credit, rule
+    # the retrieval scores keep their own tie rule (whole tie groups) under any declared rule
+    assert scored()["map_independent"] == declared["map_independent"]

@@ -193,8 +193,10 @@ def test_argmax_tie_counts_as_correct() -> None:
             [0.9, 0.1, 0.2, 0.3, 0.4],
         ]
     )
-    assert order.score_order(scores).tolist() == [1.0, 0.0, 1.0]
-    assert order.score_order(scores).tolist() == [float(np.argmax(s) == 0) for s in scores]
+    assert order.score_order(scores, "correct").tolist() == [1.0, 0.0, 1.0]
+    assert order.score_order(scores, "correct").tolist() == [
+        float(np.argmax(s) == 0) for s in scores
+    ]
 
 
 def test_order_scores_blocks_equal_the_plain_product_and_identical_strings_tie() -> None:
@@ -227,7 +229,7 @@ def test_identical_strings_tie_even_when_the_product_is_not_bitwise_stable(
     images, texts = np.eye(3), np.eye(3)
     scores = order.order_scores(images, texts, np.array([0]), np.array([[0, 0, 1, 2, 0]]))
     assert scores[0, 1] == scores[0, 0] == scores[0, 4]
-    assert order.score_order(scores).tolist() == [1.0]
+    assert order.score_order(scores, "correct").tolist() == [1.0]
 
 
 # -- spaCy and NLTK -------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def test_scores_follow_winoground_and_count_ties_wrong() -> None:
     c1 = np.array([E[1], E[1], E[5]])
     i0 = np.array([E[0], E[0], E[5]])
     i1 = np.array([E[1], (E[0] * 0.8 + E[1] * 0.6), E[5]])
-    s = score_pairs(c0, c1, i0, i1)
+    s = score_pairs(c0, c1, i0, i1, "wrong")
     assert s["text_score"].tolist() == [1.0, 0.0, 0.0]
     assert s["image_score"].tolist() == [1.0, 1.0, 0.0]
     assert s["group_score"].tolist() == [1.0, 0.0, 0.0]

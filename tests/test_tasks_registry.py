@@ -241,3 +241,26 @@ def test_out_and_data_errors_are_one_line(tmp_path: Path) -> None:
         )
     with pytest.raises(BindkitError, match="is a directory; pass a JSONL"):
         evaluate(["bow"], task="triplets", data=tmp_path, out=tmp_path / "r", verbose=False)
+
+
+def test_a_declared_tie_rule_is_one_the_scorer_applies() -> None:
+    """``ties`` drives the scorer, so a rule the task's scorer cannot apply is refused when the
+    class is made (one line), and a per-subset rule names every subset."""
+
+    def task(ties: Any, rules: tuple[Any, ...] = ()) -> type[Task]:
+        meta = TaskMetadata(
+            name="t", description="d", main_score="m", subsets=("a", "b"), ties=ties
+        )
+        return type("T", (Task,), {"metadata": meta, "tie_rules": rules})
+
+    with pytest.raises(ValueError, match=r"^t: ties 'share': its scorer has no tie rule;"):
+        task("share")
+    with pytest.raises(ValueError, match=r"^t: ties 'share': its scorer applies wrong;"):
+        task({"a": "wrong", "b": "share"}, ("wrong",))
+    with pytest.raises(ValueError, match=r"^t: ties per subset must name each subset \(a, b\)$"):
+        task({"a": "wrong"}, ("wrong",))
+    assert task(None).metadata.ties is None
+    per_subset = task({"a": "wrong", "b": "share"}, ("wrong", "share")).metadata
+    assert (per_subset.tie_rule("a"), per_subset.tie_rule("b")) == ("wrong", "share")
+    for cls in task_classes().values():  # every shipped scorer reads the rule it declares
+        cls.metadata.check_tie_rules(cls.tie_rules)

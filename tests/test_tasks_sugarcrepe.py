@@ -57,12 +57,12 @@ def test_tot_and_itt_are_strict_conjunctions() -> None:
     p2 = np.array([_unit(1, 1), _unit(1, 1), _unit(1, 1)], np.float32)
     # s(P1,P2) = 0.707; item 0: N far; item 1: s(P2,N) ties s(P1,P2); item 2: s(P1,N) above
     n = np.array([E[3], E[1], _unit(1, 0.1)], np.float32)
-    assert score_tot(p1, p2, n).tolist() == [1.0, 0.0, 0.0]
+    assert score_tot(p1, p2, n, "wrong").tolist() == [1.0, 0.0, 0.0]
     image = np.array([E[0], E[0], E[0]])
     # ITT: s(I,P1)=1, s(I,P2)=0.707; item 1: s(I,N)=0 -> right; item 2: s(I,N)=0.995 beats P2
-    assert score_itt(image, p1, p2, n).tolist() == [1.0, 1.0, 0.0]
+    assert score_itt(image, p1, p2, n, "wrong").tolist() == [1.0, 1.0, 0.0]
     tie = np.array([E[0]])
-    assert score_itt(tie, tie, tie, tie).tolist() == [0.0]  # a tie is wrong
+    assert score_itt(tie, tie, tie, tie, "wrong").tolist() == [0.0]  # a tie is wrong
 
 
 def test_sugarcrepe_pp_fixture_text_only_model(tmp_path: Path) -> None:

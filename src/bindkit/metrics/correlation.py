@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bindkit.metrics.pairwise import Ties, beats
+
 
 def average_ranks(values: np.ndarray) -> np.ndarray:
     """1-based ranks with ties sharing their average rank."""
@@ -33,7 +35,8 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float("nan") if denominator == 0 else float((rx * ry).sum() / denominator)
 
 
-def triplet_accuracy(positive: np.ndarray, negative: np.ndarray) -> float:
-    """Fraction of triplets with cos(q, p) > cos(q, n), strictly: a tie counts wrong."""
+def triplet_accuracy(positive: np.ndarray, negative: np.ndarray, ties: Ties = "wrong") -> float:
+    """Mean credit of cos(q, p) over cos(q, n) under ``ties`` (:func:`~bindkit.metrics.pairwise.
+    beats`; ``wrong``: strictly above); NaN for no triplets."""
     positive, negative = np.asarray(positive), np.asarray(negative)
-    return float((positive > negative).mean()) if positive.size else float("nan")
+    return float(beats(positive, negative, ties).mean()) if positive.size else float("nan")

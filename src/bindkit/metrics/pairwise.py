@@ -16,6 +16,7 @@ import numpy as np
 from bindkit.metrics import TIE_EPS
 
 Ties = Literal["wrong", "correct", "share"]
+TIE_RULES: tuple[Ties, ...] = ("wrong", "correct", "share")
 
 
 def beats(a: np.ndarray, b: np.ndarray, ties: Ties = "wrong") -> np.ndarray:

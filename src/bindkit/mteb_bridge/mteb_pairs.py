@@ -149,7 +149,7 @@ class _Binding(AbsTaskImageTextPairClassification):  # type: ignore[misc]
         counts = (num_images_per_sample, num_texts_per_sample)
         metrics = dict(super()._compute_metrics(scores, *counts))
         matrices = [np.asarray(s, dtype=np.float64) for s in scores]
-        ties = self._task.metadata.ties
+        ties = self._task.metadata.tie_rule(self._subset)
         credit = beats(
             np.array([m[0, 0] for m in matrices]), np.array([m[0, 1] for m in matrices]), ties
         )

@@ -10,11 +10,11 @@ what ``mteb run --output-folder OUT`` writes and ``ResultCache(OUT)`` reads
 its own key (``mcq_accuracy``, ``map_at_1000``, ``triplet_accuracy``) and as ``main_score``:
 the number seed 000 reports for it (MCQ accuracy; independent mAP and nested mAP, each its own
 task: :data:`SUBSETS`), never a mean of the two. Every score bindkit computed for the subset
-comes along, under mteb's name where mteb has the metric (:data:`MTEB_NAMES`: ``accuracy``,
-``map_at_1000``) and under bindkit's own beside it (per-N breakdowns, top-4 occupancy,
-containment, …): bindkit's numbers throughout (see ``mteb_tasks`` for where mteb's pytrec_eval
-scores differ on ties; ``map_at_1000`` holds bindkit's mAP, which ranks the whole gallery).
-Each file is checked with mteb's own ``TaskResult.validate_and_filter_scores`` against the
+comes along, under mteb's name where mteb has the metric (the task's ``TaskMetadata.mteb_names``:
+``accuracy``, ``map_at_1000``) and under bindkit's own beside it (per-N breakdowns, top-4
+occupancy, containment, …): bindkit's numbers throughout (see ``mteb_tasks`` for where mteb's
+pytrec_eval scores differ on ties; ``map_at_1000`` holds bindkit's mAP, which ranks the whole
+gallery). Each file is checked with mteb's own ``TaskResult.validate_and_filter_scores`` against the
 bindkit task it belongs to (built from the result, no data or registration needed): a file mteb
 would filter or fill is never written; :func:`exported_tasks` gives those tasks to
 ``ResultCache(OUT).load_results(tasks=..., validate_and_filter=True)``.
@@ -35,6 +35,7 @@ from typing import Any
 from bindkit.errors import BindkitError
 from bindkit.mteb_bridge.mteb_models import model_name
 from bindkit.mteb_bridge.mteb_tasks import KINDS, task_name
+from bindkit.tasks.base import get_task
 
 EXPORTABLE = ("saber", "triplets")
 # per bindkit task: (mteb task kind, subset, the bindkit score that is its main score, the
@@ -51,13 +52,6 @@ SUBSETS: dict[str, list[tuple[str, str, str, tuple[str, ...]]]] = {
         ("SABERRetrievalNested", "nested", "map_nested", ("map_nested", "containment_")),
     ],
     "triplets": [("BindkitTriplets", "default", "triplet_accuracy", ("",))],
-}
-# bindkit's scores that mteb computes under another name (written under both)
-MTEB_NAMES = {
-    "mcq_accuracy": "accuracy",
-    "map_independent": "map_at_1000",
-    "map_nested": "map_at_1000",
-    "triplet_accuracy": "accuracy",
 }
 
 
@@ -187,11 +181,6 @@ def _records(results: Path, tasks: Sequence[str] | None) -> list[tuple[Path, dic
     return found
 
 
-# per mteb task kind: the main score its metadata declares (mteb_tasks), written beside
-# bindkit's own name for the same number
-MAIN_SCORES = {kind: row[2] for kind, row in KINDS.items()}
-
-
 def _same_result(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Two results are one measurement: the same model, data (its sha256), pairing, options
     and scores, e.g. a folder and its `bindkit export` evaluated both."""
@@ -226,7 +215,7 @@ def export_mteb(
     check_not_input(out, [results])
     check_own_output(out, "mteb-results")  # not into a synth run, a finetune run, ...
     files: dict[Path, dict[str, Any]] = {}
-    tasks_of: dict[Path, tuple[str, str, str | None, dict[str, Any]]] = {}
+    tasks_of: dict[Path, Any] = {}  # the mteb task of each file (metadata only)
     entries: dict[tuple[Path, str], tuple[Path, dict[str, Any], dict[str, Any]]] = {}
     metas: dict[Path, dict[str, Any]] = {}
     settings: dict[Path, dict[str, dict[str, Any]]] = {}
@@ -259,12 +248,14 @@ def export_mteb(
                 continue
             value = float(scores[main])
             carried = subset_scores(record["task"], scores, prefixes)
+            mteb_task = tasks_of.get(target) or task_for(kind, record["pairing"], data_name, data)
+            names = get_task(record["task"]).metadata.mteb_names
             entry = {
                 "hf_subset": subset,
                 "languages": ["eng-Latn"],
                 "main_score": value,
-                MAIN_SCORES[kind]: value,
-                **{MTEB_NAMES[k]: float(v) for k, v in carried.items() if k in MTEB_NAMES},
+                mteb_task.metadata.main_score: value,  # under the name the mteb task declares
+                **{names[k]: float(v) for k, v in carried.items() if k in names},
                 **carried,
                 "bindkit": {
                     "pairing": record["pairing"],
@@ -281,7 +272,7 @@ def export_mteb(
                 },
             }
             entries[(target, subset)] = (path, record, entry)
-            tasks_of[target] = (kind, record["pairing"], data_name, data)
+            tasks_of[target] = mteb_task
             current = files.setdefault(
                 target,
                 {
@@ -307,7 +298,7 @@ def export_mteb(
             make_dirs(target.parent)
             staged = Path(scratch) / target.name
             result = TaskResult.model_validate(fields)
-            check_with_mteb(result, task_for(*tasks_of[target]), target)
+            check_with_mteb(result, tasks_of[target], target)
             result.to_disk(staged)
             atomic_write_text(target, staged.read_text(encoding="utf-8"))
     for folder, known in metas.items():

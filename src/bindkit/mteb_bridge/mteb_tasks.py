@@ -56,7 +56,7 @@ from mteb.types import Licenses
 
 from bindkit.embed.protocol import Embedder, Role
 from bindkit.errors import BindkitError
-from bindkit.metrics.mcq import winner_shares
+from bindkit.metrics.pairwise import Ties, hit_at_1
 from bindkit.mteb_bridge.mteb_models import count_parameters, model_meta
 from bindkit.saber.io import MCQ, Item, SaberSet, role_positions
 from bindkit.tasks.base import PAIRINGS, Dataset, TaskMetadata, get_task
@@ -262,14 +262,16 @@ class _SaberMCQ(_BindkitRetrieval):
         hf_split: str,
         hf_subset: str,
     ) -> dict[str, float]:
-        return {"mcq_accuracy": mcq_accuracy_from_runs(qrels, results)}
+        ties = get_task("saber").metadata.tie_rule(hf_subset)
+        return {"mcq_accuracy": mcq_accuracy_from_runs(qrels, results, ties)}
 
 
 def mcq_accuracy_from_runs(
-    qrels: dict[str, dict[str, int]], results: dict[str, dict[str, float]]
+    qrels: dict[str, dict[str, int]], results: dict[str, dict[str, float]], ties: Ties
 ) -> float:
-    """bindkit's MCQ accuracy from mteb's run scores: per query, the relevant option's share of
-    the top tie group (:func:`bindkit.metrics.mcq.winner_shares`)."""
+    """bindkit's MCQ accuracy from mteb's run scores: per query, the relevant options' credit
+    under SABER's tie rule ``ties`` (:func:`bindkit.metrics.pairwise.hit_at_1`; ``share``: the
+    share of the top tie group)."""
     credit = []
     for qid, relevant in qrels.items():
         options = list(results.get(qid, {}))
@@ -277,8 +279,7 @@ def mcq_accuracy_from_runs(
             credit.append(0.0)
             continue
         row = np.array([[results[qid][d] for d in options]])
-        shares = winner_shares(row)[0]
-        won = [s for d, s in zip(options, shares, strict=True) if relevant.get(d, 0) > 0]
+        won = [hit_at_1(row, k, ties)[0] for k, d in enumerate(options) if relevant.get(d, 0) > 0]
         credit.append(float(sum(won)))
     return float(np.mean(credit))
 

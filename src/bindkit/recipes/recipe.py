@@ -48,7 +48,6 @@ import dataclasses
 import difflib
 import math
 import tomllib
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,31 +242,6 @@ def _positive(weight: Any) -> bool:
     )
 
 
-def train_field_error(name: str, value: Any) -> str | None:
-    """Why ``value`` cannot be TrainConfig field ``name`` (a name or type error), else None."""
-    from bindkit.train.config import TrainConfig
-
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    if name not in fields:
-        close = difflib.get_close_matches(name, sorted(fields), n=1)
-        return "not a TrainConfig field" + (f" (did you mean {close[0]}?)" if close else "")
-    kind = typing.get_type_hints(TrainConfig)[name]
-    args = [a for a in typing.get_args(kind) if a is not type(None)]
-    wanted = args[0] if args else kind
-    if value is None and type(None) in typing.get_args(kind):
-        return None
-    ok = (
-        isinstance(value, bool)
-        if wanted is bool
-        else isinstance(value, int | float) and not isinstance(value, bool)
-        if wanted is float
-        else type(value) is int
-        if wanted is int
-        else isinstance(value, wanted)
-    )
-    return None if ok else f"{name} takes a {wanted.__name__}"
-
-
 @dataclass(frozen=True)
 class Recipe:
     """A finetuning recipe, checked on construction (see the module docstring for its TOML)."""
@@ -373,22 +347,14 @@ class Recipe:
         for key, value in self.train.items():
             if key in OWN_FIELDS:
                 raise BindkitError(f"train.{key}: the recipe sets {key} itself; remove it")
-            problem = train_field_error(key, value)
+            problem = TrainConfig.field_error(key, value)
             if problem:
                 raise BindkitError(f"train.{key} {value!r}: {problem}")
-        # TrainConfig's own range and consistency checks, on a stand-in run whose train file
-        # is this module (it exists; the recipe's own files are made later): one with a
-        # preservation file if a run has one (preserve_relational needs it), one without if a
-        # run has none
+        # TrainConfig's own checks of these fields; the runs give the files later: a
+        # preservation file if a run has one (preserve_relational needs it), none if a run has none
         for preserved in sorted({run.preserved for run in self.runs}):
             try:
-                TrainConfig(
-                    model=self.model,
-                    train=__file__,
-                    out="out",
-                    preserve=__file__ if preserved else None,
-                    **self.train,
-                )
+                TrainConfig.check_values(self.train, given=("preserve",) if preserved else ())
             except BindkitError as exc:
                 where = "" if preserved else " (a run without preservation)"
                 raise BindkitError(f"[train]{where}: {exc}") from None

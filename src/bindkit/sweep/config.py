@@ -249,10 +249,8 @@ def _check_name(path: Path, key: str, name: str) -> None:
 
 
 def _check_field(path: Path, key: str, name: str, value: Any) -> None:
-    from bindkit.recipes.recipe import train_field_error
-
     _check_name(path, key, name)
-    problem = train_field_error(name, value)
+    problem = TrainConfig.field_error(name, value)
     if problem:
         raise BindkitError(f"{path}: {key} {value!r}: {problem}")
 

@@ -13,12 +13,13 @@ import importlib
 import os
 import pkgutil
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bindkit.errors import BindkitError
+from bindkit.metrics.pairwise import TIE_RULES, Ties
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,7 +36,6 @@ PAIRINGS = {
     "it": ("image", "text"),
     "ii": ("image", "image"),
 }
-Ties = Literal["wrong", "correct", "share"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,11 @@ class TaskMetadata:
         modalities: Modalities the data holds.
         pairings: Query→candidate pairings the task can run, e.g. ``("it", "tt")``.
         ties: How a tie between the correct and a wrong option counts: ``wrong`` (strict ``>``),
-            ``correct`` (``>=``, an argmax that keeps the first index) or ``share`` (1/k).
+            ``correct`` (``>=``, an argmax that keeps the first index) or ``share`` (1/k); one
+            rule, or one per subset (``{subset: rule}`` naming every subset). The scorer reads
+            it (:meth:`tie_rule`); a task whose scores are rankings or correlations, each with
+            its metric's own tie handling (stated in its docstring), declares none (None), and
+            a task class declares the rules its scorer implements (:attr:`Task.tie_rules`).
         query_instruction, document_instruction: Default instructions per side (None: the
             model's own default); ``--query-instruction`` overrides the query side.
         license: The data's licence.
@@ -64,6 +68,9 @@ class TaskMetadata:
             headline and in the per-benchmark table.
         averaged: The benchmark reports the mean over its subsets (MMEB's overall score): the
             overview shows that mean; otherwise it shows each subset in its own column.
+        mteb_names: bindkit scores (the main score or ``scores``) that mteb computes under another
+            name (``map_independent`` → ``map_at_1000``): ``bindkit export-results --format
+            mteb`` writes each under both.
         fetchable: ``bindkit fetch NAME`` has a download plan for it (:mod:`bindkit.fetch.
             sources`), so a missing-data error names that command. Declared here, and checked
             against the plans by a test, so that tasks never import the fetch layer above them.
@@ -76,7 +83,7 @@ class TaskMetadata:
     subsets: tuple[str, ...] = ("default",)
     modalities: tuple[str, ...] = ("text",)
     pairings: tuple[str, ...] = ("tt",)
-    ties: Ties = "wrong"
+    ties: Ties | Mapping[str, Ties] | None = None
     query_instruction: str | None = None
     document_instruction: str | None = None
     license: str = ""
@@ -87,15 +94,53 @@ class TaskMetadata:
     scores: tuple[str, ...] = field(default=())
     averaged: bool = False
     fetchable: bool = False
+    mteb_names: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.ties not in ("wrong", "correct", "share"):
+        unknown_scores = sorted(set(self.mteb_names) - {self.main_score, *self.scores})
+        if unknown_scores:
+            raise ValueError(
+                f"{self.name}: mteb_names of scores it does not declare {unknown_scores}"
+            )
+        if any(r not in TIE_RULES for r in self._tie_rules()):
             raise ValueError(f"{self.name}: ties must be wrong, correct or share")
+        if isinstance(self.ties, Mapping) and set(self.ties) != set(self.subsets):
+            raise ValueError(
+                f"{self.name}: ties per subset must name each subset ({', '.join(self.subsets)})"
+            )
         unknown = [p for p in self.pairings if p not in PAIRINGS]
         if unknown:
             raise ValueError(f"{self.name}: unknown pairings {unknown}")
         if not self.subsets:
             raise ValueError(f"{self.name}: declare at least one subset")
+
+    def _tie_rules(self) -> list[Ties]:
+        if isinstance(self.ties, Mapping):
+            return list(self.ties.values())
+        return [] if self.ties is None else [self.ties]
+
+    def tie_rule(self, subset: str) -> Ties:
+        """The tie rule of ``subset``'s scores (the task's one rule, or the subset's own).
+
+        Raises:
+            ValueError: the task declares no tie rule.
+        """
+        if self.ties is None:
+            raise ValueError(f"{self.name}: declares no tie rule (its scores have none)")
+        return self.ties[subset] if isinstance(self.ties, Mapping) else self.ties
+
+    def check_tie_rules(self, implemented: tuple[Ties, ...]) -> None:
+        """The declared tie rules are ones the task's scorer ``implemented`` (none: no rule).
+
+        Raises:
+            ValueError: one line naming the task and the rule its scorer cannot apply.
+        """
+        for rule in self._tie_rules():
+            if rule not in implemented:
+                can = f"applies {', '.join(implemented)}" if implemented else "has no tie rule"
+                raise ValueError(
+                    f"{self.name}: ties {rule!r}: its scorer {can}; declare one it has"
+                )
 
 
 @dataclass(frozen=True)
@@ -139,6 +184,15 @@ class Task(ABC):
     """One benchmark: read its files, score a model on one (subset, pairing) at a time."""
 
     metadata: ClassVar[TaskMetadata]
+    # the tie rules the scorer applies, reading ``metadata.tie_rule(subset)``; none: its scores
+    # have no rule to choose, and the metadata must declare ``ties=None``
+    tie_rules: ClassVar[tuple[Ties, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        metadata = cls.__dict__.get("metadata")
+        if isinstance(metadata, TaskMetadata):
+            metadata.check_tie_rules(cls.tie_rules)
 
     @abstractmethod
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:

@@ -17,7 +17,7 @@ from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.metrics.containment import fraction_above
-from bindkit.metrics.mcq import winner_shares
+from bindkit.metrics.pairwise import TIE_RULES, Ties, hit_at_1
 from bindkit.metrics.retrieval import average_precision, group_ends, top_k
 from bindkit.records.tables import PAIRING_NAMES, PAIRING_ORDER, Table, as_dict, label, pct
 from bindkit.saber.io import CANDIDATE_ROLES, MCQ, Item, SaberSet, read_saber, role_positions
@@ -38,7 +38,13 @@ class SaberTask(Task):
         published="built in (`bindkit saber generate`)",
         data_help="a directory made by `bindkit saber generate` (default: the default set)",
         version=2,  # 2: roles read from the file, chained tie groups (issue #26)
+        mteb_names={
+            "mcq_accuracy": "accuracy",
+            "map_independent": "map_at_1000",
+            "map_nested": "map_at_1000",
+        },
     )
+    tie_rules = TIE_RULES  # the MCQ credit and wins by role; mAP and containment have their own
 
     def __init__(self, swap_supersets: bool = False) -> None:
         """``swap_supersets`` (``--task-option swap_supersets=true``): count the swap candidates
@@ -129,7 +135,8 @@ class SaberTask(Task):
             "document",
             self.document_instruction(subset, ctx),
         )
-        result = score_saber(mcqs, q, g, swap_supersets=self.swap_supersets)
+        ties = self.metadata.tie_rule(subset)
+        result = score_saber(mcqs, q, g, ties=ties, swap_supersets=self.swap_supersets)
         if missing is not None:
             result["counts"] |= {"missing_images": missing, "mcqs_total": len(saber.mcqs)}
         return result
@@ -243,11 +250,21 @@ CONTAINMENT = {
 
 
 def score_saber(
-    mcqs: list[MCQ], queries: np.ndarray, gallery: np.ndarray, *, swap_supersets: bool = False
+    mcqs: list[MCQ],
+    queries: np.ndarray,
+    gallery: np.ndarray,
+    *,
+    ties: Ties | None = None,
+    swap_supersets: bool = False,
 ) -> dict[str, Any]:
     """All SABER metrics from query vectors (one per MCQ) and gallery vectors (4 per MCQ, in
     file order). Each candidate's role is read from its ``role`` field, not its position
     (:func:`bindkit.saber.io.role_positions`). Pure: no embedding happens here.
+
+    ``ties`` (None: the task's declared rule) is the MCQ's tie rule: each option's credit per
+    question (:func:`bindkit.metrics.pairwise.hit_at_1`), the correct option's being the MCQ
+    accuracy. The retrieval scores rank whole tie groups (:mod:`bindkit.metrics.retrieval`) and
+    containment counts a tie 1/2 (:mod:`bindkit.metrics.containment`), whatever ``ties`` is.
 
     Nested queries: *subset* candidates are the binding-preserving candidates of earlier steps
     of the chain, *superset* candidates those of later steps; with ``swap_supersets`` also the
@@ -262,7 +279,8 @@ def score_saber(
     by_role = 4 * np.arange(m)[:, None] + np.array([role_positions(x) for x in mcqs], dtype=int)
     exact = by_role[:, 0]  # the binding-preserving candidates
     mcq_scores = np.einsum("md,mkd->mk", queries, gallery[by_role])
-    shares = winner_shares(mcq_scores)
+    rule = SaberTask.metadata.tie_rule("default") if ties is None else ties
+    shares = np.stack([hit_at_1(mcq_scores, k, rule) for k in range(len(CANDIDATE_ROLES))], 1)
     credit = shares[:, 0]
     gallery_ids = [c.id for x in mcqs for c in x.candidates]
     per_query: list[dict[str, Any]] = [

@@ -254,9 +254,72 @@ class BaseTrainConfig:
     )
 
     def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        self._check_numbers(values)
+        if float(self.epochs).is_integer():  # 1.0 and 1 are one run (one identity)
+            self.epochs = int(self.epochs)
+        self.check_modes()
+        for name in self.DATA_FIELDS:
+            if getattr(self, name) is not None:  # an exported split trains as its file
+                setattr(self, name, self._data_file(name, getattr(self, name)))
+
+    @classmethod
+    def field_error(cls, name: str, value: Any) -> str | None:
+        """Why ``value`` cannot be field ``name`` (an unknown name or a wrong type), else None."""
+        import difflib
+
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if name not in fields:
+            close = difflib.get_close_matches(name, sorted(fields), n=1)
+            return f"not a {cls.__name__} field" + (f" (did you mean {close[0]}?)" if close else "")
+        kind = typing.get_type_hints(cls)[name]
+        wanted = _base_type(kind)
+        if value is None and type(None) in typing.get_args(kind):
+            return None
+        ok = (
+            isinstance(value, bool)
+            if wanted is bool
+            else isinstance(value, int | float) and not isinstance(value, bool)
+            if wanted is float
+            else type(value) is int
+            if wanted is int
+            else isinstance(value, wanted)
+        )
+        return None if ok else f"{name} takes a {wanted.__name__}"
+
+    @classmethod
+    def check_values(cls, values: typing.Mapping[str, Any], *, given: tuple[str, ...] = ()) -> None:
+        """The checks of ``__post_init__`` on some of the fields (a recipe's ``[train]`` table),
+        the rest at their defaults: names and types (:meth:`field_error`), choices and ranges,
+        the modes, and the data files ``values`` names; ``given``: the data fields the caller
+        sets later (they count as set for the modes; their files are checked then).
+
+        Raises:
+            BindkitError: the first problem, in the message ``__post_init__`` gives for it.
+        """
+        for name, value in values.items():
+            problem = cls.field_error(name, value)
+            if problem:
+                raise BindkitError(f"{name} {value!r}: {problem}")
+        defaults = {
+            f.name: f.default
+            for f in dataclasses.fields(cls)
+            if f.default is not dataclasses.MISSING
+        }
+        cls._check_numbers({**defaults, **values})
+        cls._check_mode_values({**defaults, **dict.fromkeys(given, "given"), **values})
+        for name in cls.DATA_FIELDS:
+            if values.get(name) is not None:
+                cls._data_file(name, values[name])
+
+    @classmethod
+    def _check_numbers(cls, values: typing.Mapping[str, Any]) -> None:
+        """Each field's choices and range (finite, whole where an int), for ``values``' fields."""
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.name not in values:
+                continue
+            value = values[f.name]
             flag = f"--{_flag(f.name)}"
             choices = f.metadata.get("choices")
             if choices is not None and value not in choices:
@@ -271,20 +334,18 @@ class BaseTrainConfig:
                 raise BindkitError(f"{flag} {value}: give a whole number {allowed}")
             if not math.isfinite(value) or value not in allowed:
                 raise BindkitError(f"{flag} {value}: give a finite number {allowed}")
-        if float(self.epochs).is_integer():  # 1.0 and 1 are one run (one identity)
-            self.epochs = int(self.epochs)
-        self.check_modes()
+
+    @classmethod
+    def _data_file(cls, name: str, value: str) -> str:
+        """Data field ``name``'s file (an exported split, HFDIR:train or hf:ID:val, as its
+        file); refused in one line when it is not there."""
         from bindkit.hfdata.read import local_path
 
-        for name in self.DATA_FIELDS:
-            value = getattr(self, name)
-            if value is not None:  # an exported split (HFDIR:train, hf:ID:val) trains as its file
-                local = local_path(value, option=f"--{_flag(name)}")
-                if local != Path(value):
-                    value = str(local)
-                    setattr(self, name, value)
-            if value is not None and not Path(value).is_file():
-                raise BindkitError(f"--{_flag(name)} {value}: file not found{_MAKES.get(name, '')}")
+        local = local_path(value, option=f"--{_flag(name)}")
+        path = str(local) if local != Path(value) else value
+        if not Path(path).is_file():
+            raise BindkitError(f"--{_flag(name)} {path}: file not found{_MAKES.get(name, '')}")
+        return path
 
     def check_modes(self) -> None:
         """Refuse an option set away from its default in a mode where it has no effect.
@@ -292,37 +353,43 @@ class BaseTrainConfig:
         Raises:
             BindkitError: naming the option and the mode it needs.
         """
-        for name, needs, active in self._modes():
-            if not active and getattr(self, name) != _field_default(type(self), name):
+        self._check_mode_values({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+
+    @classmethod
+    def _check_mode_values(cls, values: typing.Mapping[str, Any]) -> None:
+        for name, needs, active in cls._modes(values):
+            if not active and values[name] != _field_default(cls, name):
                 raise BindkitError(
-                    f"--{_flag(name)} {getattr(self, name)}: has no effect without {needs}; "
+                    f"--{_flag(name)} {values[name]}: has no effect without {needs}; "
                     f"drop it or add {needs}"
                 )
-        if self.preserve_relational > 0 and self.preserve_batch == 1:
+        if values["preserve_relational"] > 0 and values["preserve_batch"] == 1:
             raise BindkitError(
-                f"--preserve-relational {self.preserve_relational} with --preserve-batch 1: the "
-                "relational term compares pairs of a micro-batch's preservation sentences, and "
-                "one sentence makes no pair; give --preserve-batch 2 or more"
+                f"--preserve-relational {values['preserve_relational']} with --preserve-batch 1: "
+                "the relational term compares pairs of a micro-batch's preservation sentences, "
+                "and one sentence makes no pair; give --preserve-batch 2 or more"
             )
 
-    def _modes(self) -> list[tuple[str, str, bool]]:
+    @classmethod
+    def _modes(cls, v: typing.Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         """(option, what it needs, whether that is given): the options that act only in a mode."""
-        preserving = self.preserve is not None
-        sweeping = self.lines and self.lines_alpha is None
+        preserving = v["preserve"] is not None
+        sweeping = v["lines"] and v["lines_alpha"] is None
         return [
             ("preserve_relational", "--preserve FILE", preserving),
-            ("lines_alpha", f"LiNeS ({self._lines_flag()})", self.lines),
+            ("lines_alpha", f"LiNeS ({cls._lines_flag()})", v["lines"]),
             (
                 "lines_tolerance",
-                f"the LiNeS alpha sweep (no --lines-alpha; {self._lines_flag()})",
+                f"the LiNeS alpha sweep (no --lines-alpha; {cls._lines_flag()})",
                 sweeping,
             ),
-            ("attn_tau", "--attn-loss", self.attn_loss),
-            ("attn_weight", "--attn-loss", self.attn_loss),
+            ("attn_tau", "--attn-loss", v["attn_loss"]),
+            ("attn_weight", "--attn-loss", v["attn_loss"]),
         ]
 
-    def _lines_flag(self) -> str:
-        return "drop --no-lines" if _field_default(type(self), "lines") else "--lines"
+    @classmethod
+    def _lines_flag(cls) -> str:
+        return "drop --no-lines" if _field_default(cls, "lines") else "--lines"
 
     def record(self) -> dict[str, Any]:
         """The options as written into the model card and checkpoints."""
@@ -365,11 +432,12 @@ class TrainConfig(BaseTrainConfig):
         ),
     )
 
-    def _modes(self) -> list[tuple[str, str, bool]]:
+    @classmethod
+    def _modes(cls, v: typing.Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         return [
-            *super()._modes(),
-            ("margin", "--loss hinge", self.loss == "hinge"),
-            ("temperature", "--loss infonce", self.loss == "infonce"),
+            *super()._modes(v),
+            ("margin", "--loss hinge", v["loss"] == "hinge"),
+            ("temperature", "--loss infonce", v["loss"] == "infonce"),
         ]
 
 

@@ -26,7 +26,7 @@ from bindkit._io import sha256_bytes, sha256_file
 from bindkit.embed.images import ImageRef
 from bindkit.embed.protocol import Embedder, Role
 from bindkit.errors import DataFormatError
-from bindkit.metrics.pairwise import hit_at_1
+from bindkit.metrics.pairwise import TIE_RULES, hit_at_1
 from bindkit.records.tables import Table, pct
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_parquet_rows
@@ -99,6 +99,7 @@ class MMEB(MMEBTask):
         data_help="the MMEB-eval folder of <subset>/*.parquet (pip install 'bindkit[benchmarks]')",
         fetchable=True,
     )
+    tie_rules = TIE_RULES
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None
@@ -140,7 +141,7 @@ class MMEB(MMEBTask):
                 hit_at_1(
                     np.array([[float(queries[r.query] @ targets[c]) for c in r.candidates]]),
                     0,
-                    "correct",
+                    self.metadata.tie_rule(subset),
                 )[0]
             )
             for r in keep

@@ -17,8 +17,7 @@ candidate and one other (float32, 2,000 draws each) went to the first-listed in 
 answer first (``tgt_text[0]``), so a tie mostly counts as correct; *video* QA and moment
 retrieval list the answer anywhere among a query's own options, and classification, retrieval
 and *visdoc* rank against every label, clip or page, so a tie there falls as numpy's order has
-it. ``ties`` is one value per task and is declared ``wrong`` (no tie is credited on purpose);
-this paragraph is the rule.
+it. The task declares no ``ties``: the ranking decides, and this paragraph is the rule.
 
 Graded NDCG (visual documents, whose qrels grade pages): VLM2Vec's ``RankingMetrics.evaluate``
 de-duplicates each query's labels with ``list(set(labels))`` before ``ndcg_at_k`` zips them with
@@ -173,7 +172,6 @@ class MMEBV2(MMEBTask):
         subsets=SUBSETS,
         modalities=("text", "image", "video"),
         pairings=("it",),
-        ties="wrong",
         license="per source dataset (see each Hub dataset card)",
         published=PUBLISHED,
         data_dir="mmeb_v2",

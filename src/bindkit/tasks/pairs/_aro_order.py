@@ -70,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from bindkit.errors import BindkitError, DataFormatError
-from bindkit.metrics.pairwise import hit_at_1
+from bindkit.metrics.pairwise import Ties, hit_at_1
 from bindkit.tasks._files import read_json
 
 FILES = {"coco_order": "coco_karpathy_test.json", "flickr30k_order": "flickr30k_test.json"}
@@ -220,9 +220,10 @@ def order_scores(
     return out
 
 
-def score_order(scores: np.ndarray) -> np.ndarray:
-    """Per caption: 1 when option 0 (the caption) is the argmax; a tie is correct."""
-    return hit_at_1(scores, 0, "correct")
+def score_order(scores: np.ndarray, ties: Ties) -> np.ndarray:
+    """Per caption: credit for option 0 (the caption) on top under ``ties`` (the original's
+    argmax keeps the first index: ``correct``)."""
+    return hit_at_1(scores, 0, ties)
 
 
 def read_karpathy(path: Path, subset: str) -> list[tuple[str, list[str]]]:

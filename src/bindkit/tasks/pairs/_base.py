@@ -1,8 +1,8 @@
 """What the caption-choice tasks share.
 
 Winoground, ColorSwap and BiVLC (:class:`PairsTask`): two captions and two images per item,
-scored with the Winoground text / image / group scores (Thrush et al., CVPR 2022), strict
-comparisons.
+scored with the Winoground text / image / group scores (Thrush et al., CVPR 2022), each
+comparison under the task's tie rule (``TaskMetadata.ties``; Winoground's own: strict).
 
 With s(c, i) the similarity of caption c and image i:
 
@@ -13,7 +13,7 @@ With s(c, i) the similarity of caption c and image i:
 Images are embedded with role "query" and captions with role "document", as in SugarCrepe.
 
 SugarCrepe and ARO's VG subsets: one image, a positive and a negative caption, correct when the
-positive scores strictly above (:func:`prefers_positive`).
+positive scores above under the task's tie rule (:func:`prefers_positive`; theirs: strictly).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 
 from bindkit.embed.images import ImageInput
 from bindkit.embed.protocol import Embedder
-from bindkit.metrics.pairwise import beats, rowdot
+from bindkit.metrics.pairwise import TIE_RULES, Ties, beats, rowdot
 from bindkit.records.tables import Table, as_dict, label, pct
 from bindkit.tasks.base import EvalContext, Task
 
@@ -46,13 +46,14 @@ class PairItem:
 
 
 def score_pairs(
-    c0: np.ndarray, c1: np.ndarray, i0: np.ndarray, i1: np.ndarray
+    c0: np.ndarray, c1: np.ndarray, i0: np.ndarray, i1: np.ndarray, ties: Ties
 ) -> dict[str, np.ndarray]:
-    """Per item text, image and group credit (0/1) from unit vectors, ties counted wrong."""
+    """Per item text, image and group credit from unit vectors, each comparison under ``ties``
+    (:func:`bindkit.metrics.pairwise.beats`)."""
     s00, s01 = rowdot(c0, i0), rowdot(c0, i1)
     s10, s11 = rowdot(c1, i0), rowdot(c1, i1)
-    text = beats(s00, s10) * beats(s11, s01)
-    image = beats(s00, s01) * beats(s11, s10)
+    text = beats(s00, s10, ties) * beats(s11, s01, ties)
+    image = beats(s00, s01, ties) * beats(s11, s10, ties)
     return {"text_score": text, "image_score": image, "group_score": text * image}
 
 
@@ -62,6 +63,7 @@ def evaluate_pairs(
     images: tuple[Sequence[ImageInput], Sequence[ImageInput]],
     query_instruction: str | None,
     document_instruction: str | None,
+    ties: Ties,
 ) -> dict[str, Any]:
     n = len(items)
     captions = embedder.embed_texts(
@@ -72,7 +74,7 @@ def evaluate_pairs(
     pictures = embedder.embed_images(
         list(images[0]) + list(images[1]), role="query", instruction=query_instruction
     )
-    per_item = score_pairs(captions[:n], captions[n:], pictures[:n], pictures[n:])
+    per_item = score_pairs(captions[:n], captions[n:], pictures[:n], pictures[n:], ties)
     scores: dict[str, Any] = {k: float(v.mean()) for k, v in per_item.items()}
     tags = sorted({x.tag for x in items if x.tag})
     if tags:
@@ -112,15 +114,18 @@ def tag_tables(task: str, what: str, records: list[dict[str, Any]]) -> list[Tabl
     return tables
 
 
-def prefers_positive(images: np.ndarray, positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
-    """Per item: s(image, positive) > s(image, negative), strictly."""
-    return beats(rowdot(images, positive), rowdot(images, negative), "wrong")
+def prefers_positive(
+    images: np.ndarray, positive: np.ndarray, negative: np.ndarray, ties: Ties
+) -> np.ndarray:
+    """Per item: credit for s(image, positive) above s(image, negative) under ``ties``."""
+    return beats(rowdot(images, positive), rowdot(images, negative), ties)
 
 
 class PairsTask(Task):
     """A benchmark of two captions × two images per item: Winoground's scores, by tag."""
 
     tag_label: ClassVar[str] = "tag"  # what the data's tags are, in the per-tag table's title
+    tie_rules = TIE_RULES
 
     def score_items(
         self,
@@ -137,6 +142,7 @@ class PairsTask(Task):
             images,
             self.query_instruction(subset, ctx),
             self.document_instruction(subset, ctx),
+            self.metadata.tie_rule(subset),
         )
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:

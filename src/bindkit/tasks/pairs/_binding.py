@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bindkit.embed.protocol import Embedder
-from bindkit.metrics.pairwise import beats, rowdot
+from bindkit.metrics.pairwise import TIE_RULES, beats, rowdot
 from bindkit.tasks.base import Dataset, EvalContext, Task
 
 
@@ -29,6 +29,8 @@ class BindingItem:
 
 class BindingTask(Task):
     """Image→text: the caption above its hard negative, credited by the task's tie rule."""
+
+    tie_rules = TIE_RULES
 
     @abstractmethod
     def binding_items(
@@ -56,7 +58,7 @@ class BindingTask(Task):
             instruction=self.document_instruction(subset, ctx),
         )
         n = len(items)
-        ties = self.metadata.ties
+        ties = self.metadata.tie_rule(subset)
         credit = beats(rowdot(pictures, texts[:n]), rowdot(pictures, texts[n:]), ties)
         return {
             "scores": {"accuracy": float(credit.mean())},

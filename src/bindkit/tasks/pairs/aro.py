@@ -11,8 +11,8 @@ items. Files as published: ``visual_genome_relation.json`` and ``visual_genome_a
 ``relation_name`` or ``attributes``) and ``images/`` (``vgr_vga_images.zip``).
 
 COCO-Order and Flickr30k-Order: each caption of the Karpathy test split against four shuffles of
-itself; correct when ``argmax == 0``, so a tie is correct (the task's declared ``ties`` is the VG
-subsets' rule). The original's protocol and where bindkit differs are in
+itself; correct when ``argmax == 0``, so a tie is correct (the task declares each subset's
+rule, ``ties``). The original's protocol and where bindkit differs are in
 :mod:`bindkit.tasks.pairs._aro_order`. Files as published: ``coco_karpathy_test.json`` beside
 ``val2014/``, ``flickr30k_test.json`` beside ``flickr30k-images/`` (the JSON's image paths are
 relative to its folder, or to ``--image-root``). The shuffles are seeded (``ARO(order_seed=...)``
@@ -32,6 +32,7 @@ from bindkit._io import sha256_bytes
 from bindkit._progress import progress
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import BindkitError, DataFormatError
+from bindkit.metrics.pairwise import TIE_RULES
 from bindkit.records.tables import Table, as_dict, label, pct
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
@@ -147,7 +148,7 @@ class ARO(Task):
         subsets=tuple(FILES),
         modalities=("text", "image"),
         pairings=("it",),
-        ties="wrong",
+        ties={**dict.fromkeys(VG_FILES, "wrong"), **dict.fromkeys(order.FILES, "correct")},
         license="see the repository (Visual Genome images: CC BY 4.0; COCO: CC BY 4.0; "
         "Flickr30k: its own terms)",
         published="https://github.com/mertyg/vision-language-models-are-bows (annotation JSONs, "
@@ -158,6 +159,7 @@ class ARO(Task):
         "flickr30k_test.json with flickr30k-images/ (any of them)",
         fetchable=True,
     )
+    tie_rules = TIE_RULES
 
     def __init__(self, order_seed: int = order.DEFAULT_SEED) -> None:
         if isinstance(order_seed, bool) or not isinstance(order_seed, int) or order_seed < 0:
@@ -227,7 +229,7 @@ class ARO(Task):
             instruction=self.document_instruction(subset, ctx),
         )
         n = len(rows)
-        correct = prefers_positive(images, texts[:n], texts[n:])
+        correct = prefers_positive(images, texts[:n], texts[n:], self.metadata.tie_rule(subset))
         macro, per_group = macro_accuracy(correct, [group_of(r, subset) for r in rows], subset)
         scores = {
             "accuracy": macro,
@@ -316,7 +318,7 @@ class ARO(Task):
         image_index = np.array([where[item_image[i]] for i in keep])
         option_index = np.array([[text_at[t] for t in options[i]] for i in keep])
         scores = order.order_scores(image_vectors, text_vectors, image_index, option_index)
-        correct = order.score_order(scores)
+        correct = order.score_order(scores, self.metadata.tie_rule(subset))
         counts["scored"] = len(keep)
         counts["same_as_caption"] = int((option_index[:, 1:] == option_index[:, :1]).any(1).sum())
         # ids: the caption's place among all captions of the split, in file order

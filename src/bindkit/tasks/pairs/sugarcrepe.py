@@ -22,6 +22,7 @@ from typing import Any
 from bindkit._io import sha256_bytes
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
+from bindkit.metrics.pairwise import TIE_RULES
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
 from bindkit.tasks._halves import halve_by_image
@@ -89,6 +90,7 @@ class SugarCrepe(Task):
         data_help="the folder of add_att.json ... swap_obj.json",
         fetchable=True,
     )
+    tie_rules = TIE_RULES
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None
@@ -133,7 +135,8 @@ class SugarCrepe(Task):
             role="document",
             instruction=self.document_instruction(subset, ctx),
         )
-        correct = prefers_positive(images, texts[: len(rows)], texts[len(rows) :])
+        ties = self.metadata.tie_rule(subset)
+        correct = prefers_positive(images, texts[: len(rows)], texts[len(rows) :], ties)
         counts["scored"] = len(rows)
         per_query = {"metric": "correct", "ids": [r[KEY] for r in rows], "values": correct.tolist()}
         return {
@@ -160,7 +163,8 @@ class SugarCrepe(Task):
             role="document",
             instruction=self.document_instruction(subset, ctx),
         )
-        correct = prefers_positive(vectors, texts[: len(kept)], texts[len(kept) :])
+        ties = self.metadata.tie_rule(subset)
+        correct = prefers_positive(vectors, texts[: len(kept)], texts[len(kept) :], ties)
         counts["scored"] = len(kept)
         ids = [r[KEY] for r, _ in kept]
         return {

@@ -24,7 +24,7 @@ import numpy as np
 from bindkit._io import sha256_bytes
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
-from bindkit.metrics.pairwise import beats, rowdot
+from bindkit.metrics.pairwise import TIE_RULES, Ties, beats, rowdot
 from bindkit.tasks import _images
 from bindkit.tasks._files import read_json
 from bindkit.tasks._halves import halve_by_image
@@ -78,6 +78,7 @@ class SugarCrepePP(Task):
         data_help="the folder of replace_att.json ... swap_obj.json",
         fetchable=True,
     )
+    tie_rules = TIE_RULES
 
     def load(self, data: Path | None, *, image_root: Path | None = None) -> Dataset:
         assert data is not None  # resolve_data gives a path: this task has no built-in set
@@ -112,9 +113,10 @@ class SugarCrepePP(Task):
             ids = [i for i, ok in zip(ids, mask, strict=True) if ok]
             if not rows:
                 return None
+        ties = self.metadata.tie_rule(subset)
         p1, p2, n = _embed_captions(embedder, rows, self.document_instruction(subset, ctx))
         if pairing == "tt":
-            correct = score_tot(p1, p2, n)
+            correct = score_tot(p1, p2, n, ties)
             return {
                 "scores": {"tot_accuracy": float(correct.mean())},
                 "counts": counts,
@@ -126,13 +128,13 @@ class SugarCrepePP(Task):
             role="query",
             instruction=self.query_instruction(subset, ctx),
         )
-        correct = score_itt(images, p1, p2, n)
+        correct = score_itt(images, p1, p2, n, ties)
         counts["scored"] = len(rows)
         negative = rowdot(images, n)
         scores = {
             "itt_accuracy": float(correct.mean()),
-            "image_p1_neg": float(beats(rowdot(images, p1), negative).mean()),
-            "image_p2_neg": float(beats(rowdot(images, p2), negative).mean()),
+            "image_p1_neg": float(beats(rowdot(images, p1), negative, ties).mean()),
+            "image_p2_neg": float(beats(rowdot(images, p2), negative, ties).mean()),
         }
         per_query = {"metric": "correct", "ids": ids, "values": correct.tolist()}
         return {"scores": scores, "counts": counts, "per_query": per_query}
@@ -147,15 +149,19 @@ def _embed_captions(
     return vectors[:m], vectors[m : 2 * m], vectors[2 * m :]
 
 
-def score_tot(p1: np.ndarray, p2: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Per item: s(P1,P2) > s(P1,N) and s(P1,P2) > s(P2,N), strictly."""
+def score_tot(p1: np.ndarray, p2: np.ndarray, n: np.ndarray, ties: Ties) -> np.ndarray:
+    """Per item: s(P1,P2) above s(P1,N) and s(P1,P2) above s(P2,N), under ``ties``."""
     positive = rowdot(p1, p2)
-    right: np.ndarray = beats(positive, rowdot(p1, n)) * beats(positive, rowdot(p2, n))
+    right: np.ndarray = beats(positive, rowdot(p1, n), ties) * beats(positive, rowdot(p2, n), ties)
     return right
 
 
-def score_itt(image: np.ndarray, p1: np.ndarray, p2: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Per item: s(I,P1) > s(I,N) and s(I,P2) > s(I,N), strictly."""
+def score_itt(
+    image: np.ndarray, p1: np.ndarray, p2: np.ndarray, n: np.ndarray, ties: Ties
+) -> np.ndarray:
+    """Per item: s(I,P1) above s(I,N) and s(I,P2) above s(I,N), under ``ties``."""
     negative = rowdot(image, n)
-    right: np.ndarray = beats(rowdot(image, p1), negative) * beats(rowdot(image, p2), negative)
+    right: np.ndarray = beats(rowdot(image, p1), negative, ties) * beats(
+        rowdot(image, p2), negative, ties
+    )
     return right

@@ -1,7 +1,8 @@
 """Triplet accuracy: rows {"query", "positive", "negative", ...} in a JSONL file.
 
-Accuracy is the fraction with cos(query, positive) > cos(query, negative), strictly (a tie counts
-wrong). Every other string field ("type", "negative_kind", ...) gives a per-value breakdown.
+Accuracy is the fraction with cos(query, positive) > cos(query, negative) under the task's tie
+rule (declared ``wrong``: strictly, a tie counts wrong). Every other string field ("type",
+"negative_kind", ...) gives a per-value breakdown.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from bindkit.embed.protocol import Embedder
 from bindkit.errors import DataFormatError
 from bindkit.metrics.correlation import triplet_accuracy
+from bindkit.metrics.pairwise import TIE_RULES, Ties, beats
 from bindkit.records.tables import Table, as_dict, label, pct
 from bindkit.tasks._files import jsonl_rows, need_file
 from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
@@ -56,7 +58,9 @@ class TripletTask(TextFileTask):
         reference="seed 000, Table 1 (binding triplets)",
         ties="wrong",
         data_help="a JSONL file of query/positive/negative rows",
+        mteb_names={"triplet_accuracy": "accuracy"},
     )
+    tie_rules = TIE_RULES
 
     needs = "FILE.jsonl"
     makes = "; `bindkit synth generate --n 1000 --out DIR` writes DIR/test.jsonl (and train, val)"
@@ -84,7 +88,8 @@ class TripletTask(TextFileTask):
             [r["positive"] for r in rows] + [r["negative"] for r in rows], role="document"
         )
         p, n = docs[: len(rows)], docs[len(rows) :]
-        return score_triplets(rows, np.einsum("nd,nd->n", q, p), np.einsum("nd,nd->n", q, n))
+        positive, negative = np.einsum("nd,nd->n", q, p), np.einsum("nd,nd->n", q, n)
+        return score_triplets(rows, positive, negative, self.metadata.tie_rule(subset))
 
     def tables(self, records: list[dict[str, Any]]) -> list[Table]:
         rows = []
@@ -102,9 +107,9 @@ class TripletTask(TextFileTask):
 
 
 def score_triplets(
-    rows: list[dict[str, Any]], positive: np.ndarray, negative: np.ndarray
+    rows: list[dict[str, Any]], positive: np.ndarray, negative: np.ndarray, ties: Ties
 ) -> dict[str, Any]:
-    correct = positive > negative
+    correct = beats(positive, negative, ties)
     groups: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for i, row in enumerate(rows):
         for key, value in row.items():
@@ -115,7 +120,7 @@ def score_triplets(
         for key, values in sorted(groups.items())
         if len(values) <= 100  # a free-text field is no category
     }
-    scores: dict[str, Any] = {"triplet_accuracy": triplet_accuracy(positive, negative)}
+    scores: dict[str, Any] = {"triplet_accuracy": triplet_accuracy(positive, negative, ties)}
     if breakdown:
         scores["triplet_accuracy_by"] = breakdown
     # a row's "id" names it, unless some row lacks one or ids repeat: then its row number
