@@ -319,3 +319,53 @@ def test_model_card_is_the_shipped_one_and_names_the_optional_terms() -> None:
     assert "in-batch negatives only" not in text
     assert "swapped scenes are in-batch hard negatives for images" in text
     assert "Plus 0.5 × captioning" in text
+
+
+def test_no_vision_tower_gets_lora_whatever_its_blocks_are_named() -> None:
+    """LoRA goes on the text layers only, also where a vision tower is built of the text
+    layers' own module names (``visual.….layers.N.self_attn.q_proj``) or the BERT-style ones
+    (``….layer.N.attention.self.query``)."""
+    from bindkit.adapters.lora import add_lora, lora_layers
+
+    proj = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+    def attention(*names: str) -> torch.nn.Module:
+        return torch.nn.ModuleDict({n: torch.nn.Linear(4, 4) for n in names})
+
+    def stack(block: Any, depth: int = 2) -> torch.nn.Module:
+        return torch.nn.ModuleList([block() for _ in range(depth)])
+
+    def decoder() -> torch.nn.Module:
+        layers = stack(lambda: torch.nn.ModuleDict({"self_attn": attention(*proj)}))
+        return torch.nn.ModuleDict({"layers": layers})
+
+    def bert() -> torch.nn.Module:
+        self_attention = attention("query", "key", "value")
+        output = attention("dense")
+        block = torch.nn.ModuleDict(
+            {"attention": torch.nn.ModuleDict({"self": self_attention, "output": output})}
+        )
+        return torch.nn.ModuleDict({"layer": stack(lambda: block, 1)})
+
+    class Tree(torch.nn.Module):
+        supports_lora = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = torch.nn.ModuleDict(
+                {
+                    "language_model": decoder(),
+                    "visual": torch.nn.ModuleDict({"encoder": decoder()}),
+                    "visual_bert": torch.nn.ModuleDict({"encoder": bert()}),
+                    "text_model": torch.nn.ModuleDict({"encoder": bert()}),
+                }
+            )
+
+    adapted = sorted(name for name, _ in lora_layers(add_lora(Tree())))
+    assert adapted == sorted(
+        [f"model.language_model.layers.{i}.self_attn.{p}" for i in range(2) for p in proj]
+        + [
+            f"model.text_model.encoder.layer.0.attention.{p}"
+            for p in ("self.query", "self.key", "self.value", "output.dense")
+        ]
+    ), adapted
