@@ -321,3 +321,87 @@ def test_model_card_is_the_shipped_one_and_names_the_optional_terms() -> None:
     assert "in-batch negatives only" not in text
     assert "swapped scenes are in-batch hard negatives for images" in text
     assert "Plus 0.5 × captioning" in text
+
+
+_PROJ = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+def _linears(*names: str) -> Any:
+    return torch.nn.ModuleDict({n: torch.nn.Linear(4, 4) for n in names})
+
+
+def _decoder() -> Any:
+    """Two ``layers.N.self_attn.{q,k,v,o}_proj`` blocks (a Qwen-VL text model, a CLIP tower)."""
+    block = lambda: torch.nn.ModuleDict({"self_attn": _linears(*_PROJ)})  # noqa: E731
+    return torch.nn.ModuleDict({"layers": torch.nn.ModuleList([block(), block()])})
+
+
+def _bert() -> Any:
+    """One ``layer.0.attention.{self.{query,key,value},output.dense}`` block."""
+    attention = {"self": _linears("query", "key", "value"), "output": _linears("dense")}
+    block = torch.nn.ModuleDict({"attention": torch.nn.ModuleDict(attention)})
+    return torch.nn.ModuleDict({"layer": torch.nn.ModuleList([block])})
+
+
+def _tree(**towers: Any) -> Any:
+    """A plain module carrying LoRA itself (as builtin:tiny-clip does): a text decoder, a BERT
+    text encoder and the given towers under ``model.``."""
+
+    class Tree(torch.nn.Module):
+        supports_lora = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = torch.nn.ModuleDict(
+                {
+                    "language_model": _decoder(),
+                    "text_model": torch.nn.ModuleDict({"encoder": _bert()}),
+                    **towers,
+                }
+            )
+
+    return Tree()
+
+
+_TEXT_MODULES = sorted(
+    [f"model.language_model.layers.{i}.self_attn.{p}" for i in range(2) for p in _PROJ]
+    + [
+        f"model.text_model.encoder.layer.0.attention.{p}"
+        for p in ("self.query", "self.key", "self.value", "output.dense")
+    ]
+)
+
+
+def test_no_vision_tower_gets_lora_whatever_its_blocks_are_named() -> None:
+    """LoRA goes on the text layers only, also where a vision tower is built of the text
+    layers' own module names (``visual.….layers.N.self_attn.q_proj``) or the BERT-style ones
+    (``….layer.N.attention.self.query``)."""
+    from bindkit.adapters.lora import TARGET_MODULES, add_lora, lora_layers
+
+    visual = torch.nn.ModuleDict({"encoder": _decoder()})
+    model = add_lora(_tree(visual=visual, visual_bert=torch.nn.ModuleDict({"encoder": _bert()})))
+    adapted = sorted(name for name, _ in lora_layers(model))
+    assert adapted == _TEXT_MODULES, adapted
+    # the pattern names exactly the targets: the adapter records it, as every earlier run's did
+    assert model._bindkit_lora_config.target_modules == TARGET_MODULES
+
+
+def test_a_vision_tower_named_vision_gets_no_lora_and_the_adapter_names_the_text_modules() -> None:
+    """LLaVA-, PaliGemma- or Idefics-style towers (``vision_tower``, ``vision_model``) built of
+    the text layers' names get no LoRA; the adapter then lists the text modules by name, so
+    loading it back (peft injects by the saved config) adapts them alone too."""
+    from peft import inject_adapter_in_model
+
+    from bindkit.adapters.lora import add_lora, lora_layers
+
+    def towers() -> dict[str, Any]:
+        siglip = torch.nn.ModuleDict({"vision_model": torch.nn.ModuleDict({"encoder": _decoder()})})
+        idefics = torch.nn.ModuleDict({"encoder": _decoder(), "bert": _bert()})
+        return {"vision_tower": siglip, "vision_model": idefics}
+
+    model = add_lora(_tree(**towers()))
+    assert sorted(name for name, _ in lora_layers(model)) == _TEXT_MODULES
+    config = model._bindkit_lora_config
+    assert sorted(config.target_modules) == _TEXT_MODULES
+    loaded = inject_adapter_in_model(config, _tree(**towers()))
+    assert sorted(name for name, _ in lora_layers(loaded)) == _TEXT_MODULES

@@ -20,6 +20,7 @@ pytest.importorskip("PIL")
 from PIL import Image
 
 from bindkit.embed import EmbeddingCache, ImageRef, load_embedder
+from bindkit.embed.base import BaseEmbedder
 
 pytestmark = pytest.mark.usefixtures("float32_exact")
 
@@ -326,3 +327,63 @@ def test_a_real_model_through_the_cache_writer_equals_plain_embedding(
     rows = [*expected[0], *expected[1]]
     assert stored == {np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in rows}
     assert len(stored) == 5
+
+
+class _CasedInstructed(BaseEmbedder):
+    """A fake backend that reads every character of the text and the instruction, as a cased
+    model under mteb's task prompt does, and keeps the base class's prompt key (as
+    ``MtebEmbedder`` does)."""
+
+    def __init__(self, cache: EmbeddingCache | None) -> None:
+        super().__init__(spec="fake-cased", cache=cache, progress=False)
+
+    def _describe(self) -> dict[str, Any]:
+        return {"backend": "fake-cased"}
+
+    def _encode_texts(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
+        import hashlib
+
+        rows = []
+        for text in texts:
+            seen = f"{role}\0{instruction}\0{text}".encode()
+            seed = int.from_bytes(hashlib.sha256(seen).digest()[:8], "little")
+            rows.append(np.random.default_rng(seed).standard_normal(8))
+        return np.asarray(rows, dtype=np.float32)
+
+
+def test_the_base_prompt_key_holds_the_instruction(tmp_path: Path) -> None:
+    """A backend without its own prompt key (mteb:) under an instruction sweep: each instruction
+    is embedded, never served another instruction's vectors from the cache."""
+    assert "prompt_key" not in vars(_CasedInstructed)
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    model = _CasedInstructed(cache)
+    find = model.embed_texts(TEXTS, instruction="Find the caption.")
+    assert (model.stats["embedded"], model.stats["cached"]) == (2, 0)
+    second = _CasedInstructed(cache)
+    other = second.embed_texts(TEXTS, instruction="Find the picture.")
+    plain = second.embed_texts(TEXTS)
+    assert (second.stats["embedded"], second.stats["cached"]) == (4, 0)
+    uncached = _CasedInstructed(None)
+    assert np.array_equal(other, uncached.embed_texts(TEXTS, instruction="Find the picture."))
+    assert np.array_equal(plain, uncached.embed_texts(TEXTS))
+    assert not np.allclose(find, other) and not np.allclose(find, plain)
+    again = _CasedInstructed(cache)
+    assert np.array_equal(again.embed_texts(TEXTS, instruction="Find the caption."), find)
+    assert (again.stats["embedded"], again.stats["cached"]) == (0, 2)
+
+
+def test_texts_differing_only_in_case_or_spaces_keep_their_own_vectors(tmp_path: Path) -> None:
+    """The text key is the exact string: a cased model's vector of "A Red cube" is never served
+    for "a red cube", nor that of "a red  cube" (within one call or from the cache)."""
+    variants = ["a red cube", "A Red Cube", "A RED CUBE", "a red  cube", " a red cube"]
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    model = _CasedInstructed(cache)
+    together = model.embed_texts(variants)
+    assert (model.stats["embedded"], model.stats["duplicates"]) == (len(variants), 0)
+    alone = np.concatenate([_CasedInstructed(None).embed_texts([t]) for t in variants])
+    assert np.array_equal(together, alone)
+    assert len({row.tobytes() for row in together}) == len(variants)
+    for text, vector in zip(variants, together, strict=True):
+        again = _CasedInstructed(cache)
+        assert np.array_equal(again.embed_texts([text])[0], vector), text
+        assert again.stats["cached"] == 1

@@ -115,3 +115,19 @@ def test_cache_folder_names_no_result(cache: Path, small_saber: Path, tmp_path: 
     written = [str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()]
     assert written and not [p for p in written if str(cache.name) in p or "cache_folder" in p]
     assert str(cache) not in (out / "report.md").read_text()
+
+
+def test_each_instruction_is_embedded_not_read_from_another_s_cache(
+    cache: Path, tmp_path: Path
+) -> None:
+    """mteb: keeps the base class's prompt key and hands the instruction to the model as the
+    task prompt: through one cache, a second instruction is embedded, the first one is reused."""
+    from bindkit.embed import EmbeddingCache
+
+    rows = EmbeddingCache(tmp_path / "c.sqlite")
+    spec = f"mteb:{MINILM[0]}+cache_folder={cache}"
+    model = load_embedder(spec, cache=rows, progress=False)
+    model.embed_texts(TEXTS, instruction="Find the caption.")
+    model.embed_texts(TEXTS, instruction="Find the picture.")
+    model.embed_texts(TEXTS, instruction="Find the caption.")
+    assert (model.stats["embedded"], model.stats["cached"]) == (4, 2)

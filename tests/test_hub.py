@@ -570,3 +570,30 @@ def test_a_hub_source_keys_its_results_the_same_from_any_folder(
     key = data_key("saber", "hf:me/saber")
     monkeypatch.chdir(tmp_path)
     assert data_key("saber", "hf:me/saber") == key != data_key("saber", "hf:me/other")
+
+
+@pytest.mark.parametrize("theirs", ["folder", "file"])
+def test_an_out_written_after_staging_is_never_replaced_without_overwrite(
+    tmp_path: Path, theirs: str
+) -> None:
+    """Another run's ``out`` that appeared after our pre-check (before the swap is tried): the
+    swap without ``replace`` refuses in one line and leaves theirs as it is, not moved aside."""
+    import bindkit._staging as staging
+
+    out = tmp_path / "hf"
+    mine = staging.new_staging(out, "export")
+    (mine / "ours").write_text("ours")
+    if theirs == "folder":
+        out.mkdir()
+        (out / "theirs").write_text("theirs")
+    else:
+        out.write_text("theirs")
+    with pytest.raises(BindkitError, match=r"^--out .*hf: another run wrote it meanwhile; "):
+        staging.swap_into_place(mine, out, replace=False)
+    if theirs == "folder":
+        assert sorted(p.name for p in out.iterdir()) == ["theirs"]
+        assert (out / "theirs").read_text() == "theirs"
+    else:
+        assert out.read_text() == "theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, "hf"])
+    assert (mine / "ours").read_text() == "ours"  # ours is left for the caller to clean up

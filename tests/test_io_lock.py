@@ -93,3 +93,26 @@ def test_a_killed_holders_lock_is_taken_over(tmp_path: Path) -> None:
     with directory_lock(tmp_path, "next") as path:
         assert '"command": "next"' in path.read_text()
     assert time.monotonic() - started < 5
+
+
+def test_one_directory_is_one_lock_however_it_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--out results``, ``--out ./results/``, ``--out /abs/results`` and a symlink to it are one
+    directory: a second writer through any other spelling is refused while the first holds it."""
+    real = tmp_path / "results"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    spellings = [Path("results"), Path("./results/"), real, tmp_path / "link", Path("link")]
+    spellings.append(tmp_path / "link" / ".." / "results")
+    for first in spellings:
+        with directory_lock(first, "first"):
+            for second in spellings:
+                with (
+                    pytest.raises(LockedError, match="first"),
+                    directory_lock(second, "second"),
+                ):
+                    pass
+    with directory_lock(tmp_path / "link", "again"):  # each was released
+        pass

@@ -147,3 +147,44 @@ def test_an_existing_out_needs_overwrite_and_is_then_replaced_whole(
         "lines.json",
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base", "other", "raw"]
+
+
+def test_an_update_outside_the_numbered_layers_is_scaled_by_alpha(tmp_path: Path) -> None:
+    """LiNeS scales a weight outside the layers (here BERT's pooler, a projection head) by α,
+    the shallowest factor, in the written adapter and in the α sweep's live scaling alike."""
+    from peft import LoraConfig, PeftModel, inject_adapter_in_model
+    from transformers import BertModel
+
+    from bindkit.adapters.lines import apply_lines, scale_live
+    from bindkit.adapters.lora import TARGET_MODULES, lora_layers, save_adapter
+
+    base = _bert(tmp_path)
+    model = BertModel.from_pretrained(base)
+    config = LoraConfig(r=2, lora_alpha=4.0, target_modules=TARGET_MODULES + r"|^pooler\.dense")
+    inject_adapter_in_model(config, model)
+    model._bindkit_lora_config = config
+    with torch.no_grad():
+        for _, layer in lora_layers(model):
+            layer.lora_B["default"].weight.normal_()
+    save_adapter(model, tmp_path / "raw")
+    alpha = 0.25
+    record = apply_lines(tmp_path / "raw", tmp_path / "lines", alpha=alpha)
+    assert layer_index("pooler.dense.weight") is None and record["num_layers"] == 4
+    original = dict(BertModel.from_pretrained(base).state_dict())
+    raw, scaled = _merged(base, tmp_path / "raw"), _merged(base, tmp_path / "lines")
+    delta = raw["pooler.dense.weight"] - original["pooler.dense.weight"]
+    assert float(delta.abs().max()) > 0
+    torch.testing.assert_close(
+        scaled["pooler.dense.weight"] - original["pooler.dense.weight"],
+        alpha * delta,
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    ids = torch.tensor([[1, 5, 7, 9, 2]])
+    live = PeftModel.from_pretrained(BertModel.from_pretrained(base), tmp_path / "raw")
+    scale_live(live, record["factors"], alpha)
+    written = PeftModel.from_pretrained(BertModel.from_pretrained(base), tmp_path / "lines")
+    with torch.no_grad():
+        torch.testing.assert_close(live(ids).pooler_output, written(ids).pooler_output)
+        scale_live(live, None)
+        assert not torch.allclose(live(ids).pooler_output, written(ids).pooler_output)

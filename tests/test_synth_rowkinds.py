@@ -317,3 +317,21 @@ def test_synth_validate_names_the_kind_s_rule(
     assert "mine.jsonl:2 ?: [paraphrase] the positive binds " in captured.out
     assert "2 rows, 1 valid, 1 rejected" in captured.err
     assert f"  {'paraphrase':<18} {1:>7}  {ROW_KINDS['paraphrase']}\n" in captured.err
+
+
+@pytest.mark.parametrize("kind", ["paraphrase", "predication", "restatement", "synonym"])
+def test_a_caption_row_s_negative_must_be_a_permutation_of_the_query(
+    kind: str, rows: dict[tuple[str, int], list[dict[str, Any]]]
+) -> None:
+    """A negative of the query's length that replaces a swapped word with a new one is no
+    longer "the caption's own swap": the row's kind rule names it."""
+    row = _first(rows, kind)
+    assert validate_triplet(row, "train") == []
+    q, n = words(row["query"]), words(row["negative"])
+    changed = [i for i, (a, b) in enumerate(zip(q, n, strict=True)) if a != b]
+    new = next(w for w in ("green", "purple", "wooden", "tiny") if w not in q)
+    broken = {**row, "negative": substitute(row["negative"], {changed[-1]: new})}
+    assert len(words(broken["negative"])) == len(q) and broken["negative"] != row["negative"]
+    assert [(r.rule, r.message) for r in validate_triplet(broken, "train")] == [
+        (kind, "the negative is not a permutation of the query")
+    ], broken

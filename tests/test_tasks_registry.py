@@ -264,3 +264,22 @@ def test_a_declared_tie_rule_is_one_the_scorer_applies() -> None:
     assert (per_subset.tie_rule("a"), per_subset.tie_rule("b")) == ("wrong", "share")
     for cls in task_classes().values():  # every shipped scorer reads the rule it declares
         cls.metadata.check_tie_rules(cls.tie_rules)
+
+
+def test_the_shared_task_bases_are_no_tasks(capsys: pytest.CaptureFixture[str]) -> None:
+    """A task module's shared base (its metadata name starting with ``_``: Revisited's and
+    ILIAS's) is no ``--task`` name: not registered, not offered in ``bindkit eval --help``."""
+    from bindkit.cli import main
+    from bindkit.tasks.instance.ilias import _IliasBase
+    from bindkit.tasks.instance.revisited import _Revisited
+
+    assert (_Revisited.metadata.name, _IliasBase.metadata.name) == ("_revisited", "_ilias")
+    names = list(task_classes())
+    assert [n for n in names if n.startswith("_")] == []
+    assert {"roxford5k", "rparis6k", "ilias"} <= set(names)
+    with pytest.raises(BindkitError, match=r"--task '_revisited': unknown task"):
+        get_task("_revisited")
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "_revisited" not in shown and "_ilias" not in shown

@@ -3,7 +3,10 @@
 Module names follow REFERENCE.md: Qwen-VL text layers are ``…layers.N.self_attn.{q,k,v,o}_proj``
 (never under ``visual``), BERT-style encoders ``…layer.N.attention.self.{query,key,value}`` and
 ``…layer.N.attention.output.dense``, ``builtin:tiny-clip``'s text tower ``text.layers.N.{qkv,out}``
-(its image tower is ``visual``). peft matches a string target with ``re.fullmatch``.
+(its image tower is ``visual``). peft matches a string target with ``re.fullmatch``. A vision
+tower built of the same names under another name (``vision_tower``, ``vision_model``: LLaVA-,
+PaliGemma-, Idefics-style models) is left out too: such a model's adapter lists its text modules
+by name instead of the pattern.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ def layer_index(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def target_names(module: Any) -> list[str]:
-    """Names of the linear modules of ``module`` that LoRA will adapt."""
+def _pattern_names(module: Any) -> list[str]:
+    """Names of the linear modules of ``module`` that :data:`TARGET_MODULES` matches."""
     import torch
 
     pattern = re.compile(TARGET_MODULES)
@@ -48,6 +51,12 @@ def target_names(module: Any) -> list[str]:
         for name, sub in module.named_modules()
         if isinstance(sub, torch.nn.Linear) and pattern.fullmatch(name)
     ]
+
+
+def target_names(module: Any) -> list[str]:
+    """Names of the linear modules of ``module`` that LoRA will adapt: the pattern's, less any
+    in a vision tower (``vision_tower``, ``vision_model``, …) that the pattern does not name."""
+    return [name for name in _pattern_names(module) if "vision" not in name]
 
 
 def transformers_model(module: Any) -> Any:
@@ -94,8 +103,15 @@ def add_lora(
     for parameter in module.parameters():
         parameter.requires_grad_(False)
     torch.manual_seed(seed)  # LoRA A is random: the same seed gives the same start
+    # the pattern where it names exactly the targets (every shipped model: the adapter_config.json
+    # of earlier runs), else the targets by name, so loading the adapter adapts them alone
+    pattern_fits = len(targets) == len(_pattern_names(model))
     config = LoraConfig(
-        r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=TARGET_MODULES, bias="none"
+        r=rank,
+        lora_alpha=alpha,
+        lora_dropout=dropout,
+        target_modules=TARGET_MODULES if pattern_fits else targets,
+        bias="none",
     )
     # peft directly (transformers' add_adapter demands a newer peft than some installs have)
     inject_adapter_in_model(config, model)
