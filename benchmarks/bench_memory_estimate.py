@@ -47,6 +47,7 @@ def measure(folder: str, batch: int, checkpointing: bool, out: str) -> dict[str,
     """One training step in this process: the step's measured peak above the loaded state."""
     import torch
 
+    from bindkit.train import loop as train_loop
     from bindkit.train import trainer
     from bindkit.train.config import TrainConfig
 
@@ -65,7 +66,7 @@ def measure(folder: str, batch: int, checkpointing: bool, out: str) -> dict[str,
     data = Path(out) / "train.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     seen: dict[str, Any] = {}
-    loop = trainer._Run.train_loop
+    loop = train_loop.Run.train_loop
 
     def measured(self: Any, *args: Any) -> None:
         batch_inputs = self.objective.collate(self.embedder, list(range(len(rows))), 0)
@@ -77,7 +78,7 @@ def measure(folder: str, batch: int, checkpointing: bool, out: str) -> dict[str,
         loop(self, *args)
         seen["peak"] = high_water()
 
-    trainer._Run.train_loop = measured  # type: ignore[method-assign]
+    train_loop.Run.train_loop = measured  # type: ignore[method-assign]
     trainer.train_triplets(
         TrainConfig(
             model=f"qwen3-vl-embedding:{folder}",

@@ -260,11 +260,11 @@ def bindkit_train(
     embedder: Any, spec: str, data: Path, out: Path, args: argparse.Namespace
 ) -> float:
     """Seconds per optimizer step of ``train_triplets`` on the loaded model (handed in)."""
-    from bindkit.train import trainer
+    from bindkit.train import loop, trainer
     from bindkit.train.config import TrainConfig
 
-    original = trainer.load_trainable
-    trainer.load_trainable = lambda *_: embedder  # type: ignore[assignment]
+    original = loop.load_trainable
+    loop.load_trainable = lambda *_: embedder  # type: ignore[assignment]
     try:
         record = trainer.train_triplets(
             TrainConfig(
@@ -282,7 +282,7 @@ def bindkit_train(
             )
         )
     finally:
-        trainer.load_trainable = original
+        loop.load_trainable = original
         from bindkit.adapters.lora import transformers_model
 
         remove_lora(transformers_model(embedder.module))

@@ -73,10 +73,10 @@ def run_bindkit(model: str, train: Path, out: Path, batch: int, device: str | No
     if not CPU_CLOCK:
         return float(train_triplets(config)["train_seconds"])
     # CPU seconds over train_seconds' span: from the loaded model to the end of the loop
-    from bindkit.train import trainer
+    from bindkit.train import loop as train_loop
 
     marks: list[float] = []
-    load, loop = trainer.load_trainable, trainer._Run.train_loop
+    load, loop = train_loop.load_trainable, train_loop.Run.train_loop
 
     def timed_load(*args: Any) -> Any:
         model = load(*args)
@@ -87,11 +87,11 @@ def run_bindkit(model: str, train: Path, out: Path, batch: int, device: str | No
         loop(self, *args)
         marks.append(time.process_time())
 
-    trainer.load_trainable, trainer._Run.train_loop = timed_load, timed_loop  # type: ignore[method-assign]
+    train_loop.load_trainable, train_loop.Run.train_loop = timed_load, timed_loop  # type: ignore[method-assign]
     try:
         train_triplets(config)
     finally:
-        trainer.load_trainable, trainer._Run.train_loop = load, loop  # type: ignore[method-assign]
+        train_loop.load_trainable, train_loop.Run.train_loop = load, loop  # type: ignore[method-assign]
     return marks[1] - marks[0]
 
 

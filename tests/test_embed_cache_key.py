@@ -231,7 +231,7 @@ def _random_adapter(spec: str, out: Path, seed: int) -> Path:
     import torch
 
     from bindkit.adapters.lora import add_lora, save_adapter
-    from bindkit.train.trainer import load_trainable
+    from bindkit.train.model import load_trainable
 
     torch.manual_seed(seed)
     model = add_lora(load_trainable(spec, None).module, seed=seed)

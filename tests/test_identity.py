@@ -25,7 +25,7 @@ from bindkit.identity import (
     output_digests,
 )
 from bindkit.train.config import OUTPUT_ONLY_FIELDS, ClusterTrainConfig, TrainConfig
-from bindkit.train.trainer import run_identity
+from bindkit.train.reuse import run_identity
 
 # the reviewed decision: these fields alone change nothing a run computes. Adding a field here
 # is a decision to be made in review, with its reason in OUTPUT_ONLY_FIELDS.
@@ -85,7 +85,7 @@ def test_every_config_field_is_in_the_identity_or_declared_output_only(tmp_path:
 
 
 def test_a_changed_option_is_named_by_its_flag(tmp_path: Path) -> None:
-    from bindkit.train.trainer import identity_change as run_change
+    from bindkit.train.reuse import identity_change as run_change
 
     config = _configs(tmp_path)[0]
     changed = dataclasses.replace(config, lr=config.lr * 2)

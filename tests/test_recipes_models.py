@@ -109,7 +109,7 @@ def test_the_val_tolerance_rule_picks_the_soup_s_alpha_and_a_changed_recipe_is_r
     """builtin:tiny-clip (text-only LoRA): the runs' α by the trainer's sweep, the soup's by
     the same rule (recipes.select); a rerun reuses everything; a changed key is refused with
     one line, and --overwrite retrains only the run it changes."""
-    from bindkit.train.trainer import SWEEP
+    from bindkit.train.evaluation import SWEEP
 
     text = (
         RECIPE.format(model="")

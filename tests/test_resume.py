@@ -261,7 +261,7 @@ def test_finetune_killed_while_generating_its_data_resumes_to_the_same_data(
 # (run b's adapter being saved); in the soup; in the panel (its 3rd model)
 FINETUNE_KILLS = [
     ("file:examples.jsonl", 37),
-    ("call:bindkit.train.trainer:_Run.save_checkpoint", 2),
+    ("call:bindkit.train.loop:save_checkpoint", 2),
     ("call:bindkit.adapters.lora:save_adapter", 2),
     ("call:bindkit.adapters.soup:average_adapters", 1),
     ("call:bindkit.recipes.run:score_panel", 3),

@@ -85,7 +85,7 @@ def test_a_source_is_either_stated_or_chosen() -> None:
 
 
 def test_fractional_epochs_plan_cuts_the_last_pass() -> None:
-    from bindkit.train.trainer import Plan, epoch_micro_batches
+    from bindkit.train.plan import Plan, epoch_micro_batches
 
     plan = Plan(rows=10, batch_size=2, world=1, epochs=1.5, seed=0)  # 5 micro-batches an epoch
     assert plan.total == 8 == len(plan.order)  # ceil(7.5)
@@ -143,7 +143,7 @@ def test_training_stops_after_the_fractional_epochs_steps(tmp_path: Path) -> Non
 
 
 def test_max_length_cuts_training_inputs_at_the_lower_limit(tiny_qwen2_vl: Path) -> None:
-    from bindkit.train.trainer import limit_tokens, load_trainable
+    from bindkit.train.model import limit_tokens, load_trainable
 
     embedder = load_trainable(f"mllm:{tiny_qwen2_vl}", None)
     assert embedder.max_length == 8192  # the family's own
@@ -160,7 +160,7 @@ def test_max_length_cuts_training_inputs_at_the_lower_limit(tiny_qwen2_vl: Path)
 def test_training_images_are_448_by_448_through_the_family_processor(tiny_qwen2_vl: Path) -> None:
     from PIL import Image
 
-    from bindkit.train.trainer import fix_image_size, load_trainable
+    from bindkit.train.model import fix_image_size, load_trainable
 
     image = Image.new("RGB", (300, 200), (200, 30, 30))
     embedder = load_trainable(f"mllm:{tiny_qwen2_vl}", None)

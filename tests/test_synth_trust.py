@@ -219,7 +219,7 @@ def test_train_reads_its_data_through_the_split_set_check(split_run: Path, tmp_p
 
     from bindkit.tasks.text import triplets
     from bindkit.train.config import TrainConfig
-    from bindkit.train.trainer import check_inputs
+    from bindkit.train.inputs import check_inputs
 
     copy = tmp_path / "leak"
     shutil.copytree(split_run, copy)

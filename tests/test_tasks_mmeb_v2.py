@@ -392,7 +392,7 @@ def official_scores(
 def vlm2vec_video(
     model: ColourWords, root: Path, name: str, rows: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    from bindkit.tasks.mmeb._mmeb_v2_data import video_labels
+    from bindkit.tasks.mmeb._mmeb_v2_video import video_labels
 
     labels = video_labels(name) if name in ("UCF101", "Breakfast", "K700") else []
     queries, corpus, eval_type = official_prepare(name, rows, labels)
@@ -811,7 +811,7 @@ def other_video_fixture(root: Path) -> dict[str, Any]:
             cands.setdefault(o, ("text", o, ""))
     out["NExTQA"] = (queries, cands, "local")
     # MVBench: 20 configs concatenated, lettered candidates
-    from bindkit.tasks.mmeb._mmeb_v2_data import MVBENCH_SUBSETS
+    from bindkit.tasks.mmeb._mmeb_v2_video import MVBENCH_SUBSETS
 
     queries, cands = [], {}
     for i, subset in enumerate(MVBENCH_SUBSETS):

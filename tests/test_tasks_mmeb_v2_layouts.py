@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from bindkit.errors import DataFormatError
-from bindkit.tasks.mmeb._mmeb_v2_data import MVBENCH_SUBSETS, SOURCES
+from bindkit.tasks.mmeb._mmeb_v2_data import SOURCES
+from bindkit.tasks.mmeb._mmeb_v2_video import MVBENCH_SUBSETS
 
 pytest.importorskip("datasets")
 pa = pytest.importorskip("pyarrow")
@@ -132,7 +133,7 @@ def test_no_annotation_files_names_the_download(tmp_path: Path) -> None:
 
 # -- seed 002's sizes ---------------------------------------------------------------------------
 def _split(queries: int, candidates: int, ranking: str) -> Any:
-    from bindkit.tasks.mmeb._mmeb_v2_data import Input, Query, Split
+    from bindkit.tasks.mmeb._mmeb_v2_files import Input, Query, Split
 
     names = tuple(f"c{i}" for i in range(candidates))
     local = ranking == "local"

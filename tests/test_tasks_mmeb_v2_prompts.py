@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from bindkit.embed.prompts import Composed, vlm2vec_prompt
-from bindkit.tasks.mmeb._mmeb_v2_data import SOURCES, Input, Split
+from bindkit.tasks.mmeb._mmeb_v2_data import SOURCES
+from bindkit.tasks.mmeb._mmeb_v2_files import Input, Split
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -318,7 +319,7 @@ def test_repeated_per_query_ids_are_numbered() -> None:
 def test_ties_break_as_vlm2vecs_argsort_breaks_them() -> None:
     """Tied candidates keep the order of ``np.argsort(-scores)`` (``eval.py``), whatever it is
     on this machine: the ranking equals it on tie-heavy scores, local and global."""
-    from bindkit.tasks.mmeb._mmeb_v2_data import Query
+    from bindkit.tasks.mmeb._mmeb_v2_files import Query
     from bindkit.tasks.mmeb.mmeb_v2 import rank
 
     rng = np.random.default_rng(0)

@@ -54,7 +54,7 @@ def test_lora_only_on_text_attention_and_a_step_trains(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path
 ) -> None:
     from bindkit.adapters.lora import add_lora
-    from bindkit.train.trainer import load_trainable
+    from bindkit.train.model import load_trainable
 
     embedder = load_trainable(f"mllm:{tiny_qwen2_vl}", None)
     before = {n: p.detach().clone() for n, p in embedder.module.named_parameters()}
@@ -134,12 +134,12 @@ def test_resumed_run_equals_uninterrupted(
 def test_checkpoint_of_other_options_is_refused(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bindkit.train import trainer
+    from bindkit.train import loop
 
     def stop(self: Any, *args: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(trainer._Run, "finish", stop)
+    monkeypatch.setattr(loop.Run, "finish", stop)
     with pytest.raises(KeyboardInterrupt):
         train_triplets(config(tiny_qwen2_vl, triplets, tmp_path / "r", batch_size=2, save_every=1))
     monkeypatch.undo()
@@ -305,7 +305,7 @@ def test_trained_adapter_loads_through_the_spec(
     tuned = load_embedder(f"mllm:{tiny_qwen2_vl}+adapter={adapter}", cache=False)
     base = load_embedder(f"mllm:{tiny_qwen2_vl}", cache=False)
     assert tuned.fingerprint != base.fingerprint
-    from bindkit.train.trainer import triplet_accuracy
+    from bindkit.train.evaluation import triplet_accuracy
 
     assert triplet_accuracy(tuned, ROWS) == pytest.approx(
         record["scores"]["raw"]["val_triplet_accuracy"]
@@ -334,7 +334,7 @@ def test_attention_loss_is_wired(
 
 
 def test_plan_order_is_seeded_and_sharded() -> None:
-    from bindkit.train.trainer import Plan
+    from bindkit.train.plan import Plan
 
     plan = Plan(rows=10, batch_size=2, world=2, epochs=2, seed=3)
     assert plan.order == Plan(rows=10, batch_size=2, world=2, epochs=2, seed=3).order
@@ -349,7 +349,7 @@ def test_plan_order_is_seeded_and_sharded() -> None:
 
 def test_a_plan_builds_only_the_epochs_it_reaches() -> None:
     """--epochs 1e12 with --max-steps 2 used to build every epoch's permutation up front."""
-    from bindkit.train.trainer import Plan
+    from bindkit.train.plan import Plan
 
     huge = Plan(rows=10, batch_size=2, world=2, epochs=10**12, seed=3)
     small = Plan(rows=10, batch_size=2, world=2, epochs=2, seed=3)

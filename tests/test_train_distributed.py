@@ -4,7 +4,7 @@ Rank 0 holds 8 pairs (clusters of 3 and 5) or 3 triplets (hinge, in-batch InfoNC
 holds 5 pairs (clusters of 2 and 3) or 2 triplets, as the trainer's plan deals out mixed-size
 clusters and a last uneven batch.
 Each rank's loss is its share of the global loss; the gradients are summed across ranks, as the
-trainer does (``_Run.all_reduce``).
+trainer does (``Run.all_reduce`` in :mod:`bindkit.train.loop`).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def make(model: Path, train_file: Path, out: Path, **options: Any) -> TrainConfi
 def test_gradient_checkpointing_gives_the_plain_loss_and_gradients(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bindkit.train import trainer
+    from bindkit.train import loop
 
     grads: dict[bool, list[Any]] = {}
     mode = {"on": False}
@@ -67,8 +67,8 @@ def test_gradient_checkpointing_gives_the_plain_loss_and_gradients(
     def count() -> None:
         layer_calls["count"] += 1
 
-    monkeypatch.setattr(trainer._Run, "all_reduce", record)
-    monkeypatch.setattr(trainer, "enable_checkpointing", counted)
+    monkeypatch.setattr(loop.Run, "all_reduce", record)
+    monkeypatch.setattr(loop, "enable_checkpointing", counted)
     records = {}
     for on in (False, True):
         mode["on"] = on
@@ -86,7 +86,7 @@ def test_gradient_checkpointing_gives_the_plain_loss_and_gradients(
 def test_gradient_checkpointing_does_not_change_the_run_identity(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path
 ) -> None:
-    from bindkit.train.trainer import run_identity
+    from bindkit.train.reuse import run_identity
 
     plain = make(tiny_qwen2_vl, triplets, tmp_path / "r")
     checkpointed = make(tiny_qwen2_vl, triplets, tmp_path / "r", gradient_checkpointing=True)
@@ -97,12 +97,12 @@ def test_gradient_checkpointing_does_not_change_the_run_identity(
 def test_out_of_memory_names_the_knobs(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bindkit.train import trainer
+    from bindkit.train import loop
 
     def out_of_memory(self: Any) -> None:
         raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(trainer._Run, "run", out_of_memory)
+    monkeypatch.setattr(loop.Run, "run", out_of_memory)
     out = tmp_path / "r"
     with pytest.raises(BindkitError) as caught:
         train(make(tiny_qwen2_vl, triplets, out, batch_size=8, grad_accum=2))
@@ -116,12 +116,12 @@ def test_out_of_memory_names_the_knobs(
 def test_other_errors_pass_through(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bindkit.train import trainer
+    from bindkit.train import loop
 
     def broken(self: Any) -> None:
         raise RuntimeError("shape mismatch")
 
-    monkeypatch.setattr(trainer._Run, "run", broken)
+    monkeypatch.setattr(loop.Run, "run", broken)
     with pytest.raises(RuntimeError, match="shape mismatch"):
         train(make(tiny_qwen2_vl, triplets, tmp_path / "r"))
 
@@ -188,7 +188,7 @@ def test_lora_on_a_bf16_base_trains_in_fp32(
     tiny_qwen2_vl: Path, triplets: Path, tmp_path: Path
 ) -> None:
     from bindkit.adapters.lora import add_lora
-    from bindkit.train.trainer import load_trainable
+    from bindkit.train.model import load_trainable
 
     embedder = load_trainable(f"mllm:{tiny_qwen2_vl}+dtype=bfloat16", None)
     add_lora(embedder.module)

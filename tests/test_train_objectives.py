@@ -129,7 +129,7 @@ def test_cluster_run_resumes_byte_identically(
 def test_gradcache_is_an_option_for_triplets(
     tiny_qwen2_vl: Path, files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bindkit.train import trainer
+    from bindkit.train import loop
 
     grads: dict[int, list[Any]] = {}
     chunk = {"size": 0}
@@ -137,7 +137,7 @@ def test_gradcache_is_an_option_for_triplets(
     def record(self: Any, trainable: list[Any]) -> None:  # runs just before optimizer.step
         grads.setdefault(chunk["size"], []).append([p.grad.clone() for p in trainable])
 
-    monkeypatch.setattr(trainer._Run, "all_reduce", record)
+    monkeypatch.setattr(loop.Run, "all_reduce", record)
     for size in (0, 1):
         chunk["size"] = size
         options = dict(chunk_size=size, model_dropout=False, max_steps=1, batch_size=4)
@@ -165,12 +165,12 @@ def test_a_non_finite_loss_stops_the_run_without_an_adapter(
 def test_non_finite_weights_stop_the_run() -> None:
     from types import SimpleNamespace
 
-    from bindkit.train.trainer import _Run
+    from bindkit.train.loop import Run
 
     run = SimpleNamespace(out=Path("r"), config=SimpleNamespace(lr=1.0))
-    _Run.check_finite(run, [torch.ones(2)], 3)  # type: ignore[arg-type]
+    Run.check_finite(run, [torch.ones(2)], 3)  # type: ignore[arg-type]
     with pytest.raises(BindkitError, match=r"non-finite at step 3; lower --lr \(now 1\)"):
-        _Run.check_finite(run, [torch.ones(2), torch.tensor([1.0, float("inf")])], 3)  # type: ignore[arg-type]
+        Run.check_finite(run, [torch.ones(2), torch.tensor([1.0, float("inf")])], 3)  # type: ignore[arg-type]
 
 
 def _split_set_without_manifest(tmp_path: Path) -> Path:
@@ -225,12 +225,12 @@ def _argv(argv: list[str], paths: dict[str, Path]) -> list[str]:
 def cell_paths(
     tiny_qwen2_vl: Path, files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Path]:
-    from bindkit.train import trainer
+    from bindkit.train import loop
 
     def no_model(*args: Any) -> Any:
         raise AssertionError("the model was loaded before the inputs were checked")
 
-    monkeypatch.setattr(trainer, "load_trainable", no_model)
+    monkeypatch.setattr(loop, "load_trainable", no_model)
     bad = tmp_path / "bad.tsv"
     bad.write_bytes(b"\x00\xff\x00garbage")
     empty = tmp_path / "empty.jsonl"

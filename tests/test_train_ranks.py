@@ -4,7 +4,7 @@ Two CPU processes launched as ``torchrun`` launches them (gloo) run :func:`bindk
 train` on triplets and on clusters of mixed sizes; the plan deals every global batch out unevenly
 (5 triplets: 3 and 2; 3 clusters of 2, 4 and 3 pairs: two clusters and one). One process runs the
 same options with the whole global batch per rank. The summed gradients before each optimizer step
-(``_Run.all_reduce``) and the adapter rank 0 saves must equal the one-process run's.
+(``Run.all_reduce``) and the adapter rank 0 saves must equal the one-process run's.
 Before this test, both ranks failed: accelerate's default ``PartialState()`` saw one process on
 a machine without CUDA, and every rank took ``--out``'s lock (all but one refused).
 
@@ -67,13 +67,13 @@ CLUSTERS = [
 WORKER = """
 import os, sys
 import torch
-from bindkit.train import trainer
+from bindkit.train import loop, trainer
 from bindkit.train.config import ClusterTrainConfig, TrainConfig
 
 model, data, out, triplets_per_rank, clusters_per_rank = sys.argv[1:6]
 rank = os.environ.get("RANK", "0")
 record = {"grads": {}, "rows": {}}
-all_reduce, micro_step = trainer._Run.all_reduce, trainer._Run.micro_step
+all_reduce, micro_step = loop.Run.all_reduce, loop.Run.micro_step
 
 def summed(self, trainable):  # the trainer's own all-reduce, then what the optimizer will see
     all_reduce(self, trainable)
@@ -84,7 +84,7 @@ def counted(self, batch, micro):
     record["rows"].setdefault(self.objective.name, []).append(len(batch.rows))
     return micro_step(self, batch, micro)
 
-trainer._Run.all_reduce, trainer._Run.micro_step = summed, counted
+loop.Run.all_reduce, loop.Run.micro_step = summed, counted
 common = dict(model=f"mllm:{model}+dtype=float64", lr=1e-2, epochs=2, seed=3, lines=False,
               progress=False, save_every=0, model_dropout=False)
 trainer.train(TrainConfig(train=f"{data}/triplets.jsonl", out=f"{out}/triplets",

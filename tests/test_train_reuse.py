@@ -22,9 +22,10 @@ pytest.importorskip("torch")
 pytest.importorskip("peft")
 pytest.importorskip("accelerate")
 
-from bindkit.train import trainer
+from bindkit.train import loop
 from bindkit.train.config import TrainConfig
-from bindkit.train.trainer import reusable_run, run_identity, train_triplets
+from bindkit.train.reuse import reusable_run, run_identity
+from bindkit.train.trainer import train_triplets
 
 ROWS = [
     {
@@ -69,7 +70,7 @@ def test_a_finished_run_of_the_same_identity_is_reused_without_a_model(
     config = _config(tmp_path)
     first = train_triplets(config, reuse=True)
     assert first["identity"]["inputs"].keys() == {"train", "preserve"}
-    monkeypatch.setattr(trainer, "load_trainable", _no_model)
+    monkeypatch.setattr(loop, "load_trainable", _no_model)
     assert train_triplets(config, reuse=True) == first
     assert reusable_run(config) == first
     # non-result options (progress, save_every, ...) do not change the identity
@@ -86,11 +87,11 @@ def test_a_changed_preserve_file_at_the_same_path_is_never_reused(
     first = train_triplets(config, reuse=True)
     Path(config.preserve or "").write_text("a green star\na golden ring\n")  # same path
     assert reusable_run(config) is None
-    real = trainer.load_trainable
-    monkeypatch.setattr(trainer, "load_trainable", _no_model)
+    real = loop.load_trainable
+    monkeypatch.setattr(loop, "load_trainable", _no_model)
     with pytest.raises(BindkitError, match=r"--preserve .*preserve\.txt: its content changed"):
         train_triplets(config, reuse=True)
-    monkeypatch.setattr(trainer, "load_trainable", real)
+    monkeypatch.setattr(loop, "load_trainable", real)
     again = train_triplets(dataclasses.replace(config, overwrite=True), reuse=True)
     assert again["identity"] != first["identity"]
     assert again["data"]["preserve"]["sha256"] != first["data"]["preserve"]["sha256"]
@@ -126,7 +127,7 @@ def test_a_checkpoint_does_not_resume_after_its_preserve_file_changed(
         raise KeyboardInterrupt
 
     config = _config(tmp_path, save_every=1)
-    monkeypatch.setattr(trainer._Run, "finish", killed)
+    monkeypatch.setattr(loop.Run, "finish", killed)
     with pytest.raises(KeyboardInterrupt):
         train_triplets(config)
     monkeypatch.undo()
@@ -167,11 +168,11 @@ def test_an_adapter_changed_after_the_run_finished_is_not_reused(
     data[-8:] = bytes(8)  # the review's corruption: the last 8 bytes zeroed
     weights.write_bytes(bytes(data))
     assert reusable_run(config) is None
-    real = trainer.load_trainable
-    monkeypatch.setattr(trainer, "load_trainable", _no_model)
+    real = loop.load_trainable
+    monkeypatch.setattr(loop, "load_trainable", _no_model)
     with pytest.raises(BindkitError, match=r"adapter_model\.safetensors: changed since the run"):
         train_triplets(config, reuse=True)
-    monkeypatch.setattr(trainer, "load_trainable", real)
+    monkeypatch.setattr(loop, "load_trainable", real)
     again = train_triplets(dataclasses.replace(config, overwrite=True), reuse=True)
     assert _weights(again) == _weights(first)  # trained again: the bytes of the first time
     assert reusable_run(config) == again

@@ -29,7 +29,7 @@ ROWS = [
 
 def test_lora_goes_on_the_text_attention_only() -> None:
     from bindkit.adapters.lora import add_lora
-    from bindkit.train.trainer import load_trainable
+    from bindkit.train.model import load_trainable
 
     embedder = load_trainable("builtin:tiny-clip", None)
     add_lora(embedder.module)

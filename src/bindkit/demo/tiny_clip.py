@@ -197,7 +197,8 @@ def _train(
     from bindkit.embed.registry import load_embedder
     from bindkit.train.auxiliary import EnsembleDistillationTerm
     from bindkit.train.config import TrainConfig
-    from bindkit.train.trainer import reusable_run, train_triplets
+    from bindkit.train.reuse import reusable_run
+    from bindkit.train.trainer import train_triplets
 
     data = out / "data"
     atomic_write_bytes(data / TRAIN, jsonl_bytes(rows))

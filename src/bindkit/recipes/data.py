@@ -36,7 +36,7 @@ class RecipeData:
 def micro_batches(recipe: Recipe, rows: int) -> int:
     """The micro-batches a run of ``rows`` training triplets takes (``max_steps`` caps it)."""
     from bindkit.train.config import TrainConfig
-    from bindkit.train.trainer import epoch_micro_batches
+    from bindkit.train.plan import epoch_micro_batches
 
     config = TrainConfig(model=recipe.model, train=__file__, out="out", **recipe.train)
     per_epoch = -(-rows // config.batch_size)

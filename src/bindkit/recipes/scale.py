@@ -53,7 +53,7 @@ def model_parameters(spec: str, out: Path) -> int:
         pass
     import gc
 
-    from bindkit.train.trainer import load_trainable
+    from bindkit.train.model import load_trainable
 
     embedder = load_trainable(spec, None)
     count = int(sum(p.numel() for p in embedder.module.parameters()))

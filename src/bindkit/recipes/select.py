@@ -1,8 +1,9 @@
 """LiNeS α rules of a recipe for an adapter the trainer did not choose one for (a soup).
 
-``val-tolerance`` is the trainer's rule (:meth:`bindkit.train.trainer._Run.sweep` without an STS
-file): among α in :data:`bindkit.train.trainer.SWEEP` and 1, the smallest whose accuracy on the
-recipe's validation triplets is within ``tolerance`` points of the raw adapter's (α 1).
+``val-tolerance`` is the trainer's rule (:func:`bindkit.train.evaluation.choose_lines_alpha`
+without an STS file): among α in :data:`bindkit.train.evaluation.SWEEP` and 1, the smallest whose
+accuracy on the recipe's validation triplets is within ``tolerance`` points of the raw adapter's
+(α 1).
 
 ``dev-sts-slack`` is issue 18's search rule (``benchmarks/recipe/search.py``): among the α scored
 on a dev panel, the largest (the least LiNeS shrinking) whose dev STS stays within ``slack`` of
@@ -45,7 +46,7 @@ def val_tolerance_alpha(
 
     from bindkit.adapters.lines import apply_lines
     from bindkit.recipes.panel import PanelEntry, score_panel
-    from bindkit.train.trainer import SWEEP
+    from bindkit.train.evaluation import SWEEP
 
     entry = (PanelEntry("val", "triplets", "triplet_accuracy", data=str(val)),)
     results = work / "lines-sweep"

@@ -1,7 +1,7 @@
 """``run_sweep``: one worker of an Optuna study over ``TrainConfig`` overrides.
 
 A trial trains with :func:`bindkit.train.train_triplets` into ``DIR/trials/<key>``, where the key
-is a digest of the trial's whole run identity (:func:`bindkit.train.trainer.run_identity`: the
+is a digest of the trial's whole run identity (:func:`bindkit.train.reuse.run_identity`: the
 searched and the fixed values, the input files by content), so a trial that is run again (a retry
 after a kill, the same point drawn twice) finds its checkpoint or its finished run there, and a
 study with other fixed values (another ``max_steps``) in the same folder never reuses it. Each
@@ -68,7 +68,7 @@ class DivergedError(Exception):
 def trial_key(config: TrainConfig) -> str:
     """The trial's folder name: a digest of its run identity (every option but the output
     ones, the inputs by content), the same rule the trainer resumes and reuses by."""
-    from bindkit.train.trainer import run_identity
+    from bindkit.train.reuse import run_identity
 
     return "p-" + sha256_bytes(canonical_json(run_identity(config)).encode())[:12]
 
@@ -290,7 +290,8 @@ class Objective:
     def __call__(self, trial: Any) -> tuple[float, ...]:
         from bindkit._lock import LockedError
         from bindkit.errors import TrainingDivergedError
-        from bindkit.train.trainer import RAW, train_triplets
+        from bindkit.train.loop import RAW
+        from bindkit.train.trainer import train_triplets
 
         config = self.config
         try:

@@ -10,7 +10,7 @@ _LAZY = {
     "train": "bindkit.train.trainer",
     "train_triplets": "bindkit.train.trainer",
     "train_clusters": "bindkit.train.trainer",
-    "check_inputs": "bindkit.train.trainer",
+    "check_inputs": "bindkit.train.inputs",
     "apply_lines": "bindkit.adapters.lines",
     "lines_factors": "bindkit.adapters.lines",
 }

@@ -64,7 +64,8 @@ from bindkit.records.tables import Table, pct
 from bindkit.tasks._images import decode_image
 from bindkit.tasks.base import Dataset, EvalContext, TaskMetadata
 from bindkit.tasks.mmeb._base import META_TASKS, MMEBTask
-from bindkit.tasks.mmeb._mmeb_v2_data import SOURCES, Input, Query, Split
+from bindkit.tasks.mmeb._mmeb_v2_data import SOURCES
+from bindkit.tasks.mmeb._mmeb_v2_files import Input, Query, Split
 
 #: The leaderboard's datasets per meta-task and sub-task (``report_score_v2.py``'s lists).
 GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -378,7 +379,8 @@ def size_warning(subset: str, split: Split) -> str | None:
 
 def _annotation_files(root: Path, subset: str) -> list[Path]:
     """The dataset's annotation files; empty when a part it needs is absent."""
-    from bindkit.tasks.mmeb._mmeb_v2_data import MVBENCH_SUBSETS, read_beir, read_mvbench
+    from bindkit.tasks.mmeb._mmeb_v2_docs import read_beir
+    from bindkit.tasks.mmeb._mmeb_v2_video import MVBENCH_SUBSETS, read_mvbench
 
     source = SOURCES[subset]
     if source.repo.startswith("ziyjiang/"):
