@@ -1,4 +1,4 @@
-"""The one reuse rule (``bindkit.train.trainer.run_identity``): a finished run or a checkpoint is
+"""The one reuse rule (``bindkit.train.reuse.run_identity``): a finished run or a checkpoint is
 reused or resumed only when every option and the content of every input file are the same.
 
 On builtin:tiny-clip with two steps, so the whole file runs in seconds: a second

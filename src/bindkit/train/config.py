@@ -519,7 +519,7 @@ def _base_type(kind: Any) -> Any:
 
 # The options that change nothing about the result, each with the reason (resuming and reusing
 # may change them freely). Every other field is part of a run's identity
-# (bindkit.train.trainer.run_identity); tests/test_identity.py fails on a field of neither kind.
+# (bindkit.train.reuse.run_identity); tests/test_identity.py fails on a field of neither kind.
 OUTPUT_ONLY_FIELDS: dict[str, str] = {
     "out": "where the run is written, not what it computes",
     "progress": "what is printed while it runs",
