@@ -156,7 +156,7 @@ def test_a_hand_edited_saber_file_is_refused_for_export(tmp_path: Path) -> None:
 # -- synth ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def synth_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from bindkit.synth.generate import run
+    from bindkit.synth.command import run
     from bindkit.synth.splits import write_splits
 
     out = tmp_path_factory.mktemp("synth") / "run"

@@ -15,7 +15,7 @@ from bindkit.cli import main  # noqa: E402
 
 @pytest.fixture(scope="module")
 def synth_hf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from bindkit.synth.generate import run
+    from bindkit.synth.command import run
     from bindkit.synth.splits import write_splits
 
     out = tmp_path_factory.mktemp("synth") / "run"

@@ -594,7 +594,7 @@ def test_a_synth_run_identity_leaves_the_recipe_words_out() -> None:
     from importlib.resources import files
 
     from bindkit._io import sha256_bytes
-    from bindkit.synth.generate import _synth_data_hashes
+    from bindkit.synth.command import _synth_data_hashes
 
     root = files("bindkit.synth").joinpath("data")
     names = sorted(p.name for p in root.iterdir() if p.is_file())

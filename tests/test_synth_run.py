@@ -14,7 +14,8 @@ from bindkit.cli import main
 from bindkit.errors import BindkitError, DataFormatError
 from bindkit.synth import run
 from bindkit.synth.backends import BACKENDS, make_backend
-from bindkit.synth.generate import EXAMPLES, MANIFEST, REJECTED
+from bindkit.synth.generate import EXAMPLES, REJECTED
+from bindkit.synth.rundir import MANIFEST
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +79,11 @@ def test_resuming_with_other_options_is_refused(
 def test_changed_synth_data_refuses_a_resume(
     base_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bindkit.synth import generate
+    from bindkit.synth import command
 
     out = _copy(base_run, tmp_path / "run")
-    real = generate._synth_data_hashes()
-    monkeypatch.setattr(generate, "_synth_data_hashes", lambda: {**real, "data_sha256": "0" * 64})
+    real = command._synth_data_hashes()
+    monkeypatch.setattr(command, "_synth_data_hashes", lambda: {**real, "data_sha256": "0" * 64})
     with pytest.raises(BindkitError, match="the packaged synth data files"):
         run(out, 60, seed=4, progress=False)
 

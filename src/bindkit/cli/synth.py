@@ -251,7 +251,7 @@ def check_generate_options(args: argparse.Namespace) -> None:
         BindkitError: the first such option, named with what to do.
     """
     from bindkit.errors import BindkitError
-    from bindkit.synth.generate import check_options
+    from bindkit.synth.command import check_options
 
     check_options(  # an out-of-range value is named as such first
         args.n,
@@ -282,7 +282,7 @@ def check_generate_options(args: argparse.Namespace) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from bindkit.synth.generate import run
+    from bindkit.synth.command import run
 
     check_generate_options(args)
 

@@ -15,7 +15,7 @@ __all__ = ["run", "verify_splits", "write_splits"]
 def __getattr__(name: str) -> Any:
     # lazily, so that importing one synth module does not load the generation loop
     if name == "run":
-        from bindkit.synth.generate import run
+        from bindkit.synth.command import run
 
         return run
     if name in ("write_splits", "verify_splits"):
