@@ -228,7 +228,7 @@ def render(saber: Path, progress: bool) -> list[Any]:
     """Render a SABER directory's missing images procedurally; its MCQs."""
     from bindkit.saber.io import read_manifest, read_saber
     from bindkit.saber.render import make_backend
-    from bindkit.saber.render.run import render_saber
+    from bindkit.saber.render.renderer import render_saber
 
     seed = (read_manifest(saber) or {}).get("seed", 0)
     render_saber(saber, make_backend("procedural", seed=seed), progress=progress)

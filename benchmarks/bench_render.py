@@ -18,7 +18,7 @@ from pathlib import Path
 from bindkit.saber.build import generate_saber
 from bindkit.saber.io import read_saber
 from bindkit.saber.render.procedural import ProceduralBackend
-from bindkit.saber.render.run import is_valid_image, render_saber
+from bindkit.saber.render.renderer import is_valid_image, render_saber
 
 
 def cpu_seconds() -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 from bindkit.saber.build import generate_saber
 from bindkit.saber.io import read_saber
 from bindkit.saber.render.procedural import ProceduralBackend
-from bindkit.saber.render.run import render_saber
+from bindkit.saber.render.renderer import render_saber
 
 OUT = Path(__file__).resolve().parent / "out" / "saber-shapes-sample.png"  # scratch, not tracked
 ROLES = ("query", "1 preserving", "2 attr swap", "3 obj swap", "4 joint swap")

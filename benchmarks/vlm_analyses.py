@@ -164,7 +164,7 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from bindkit.recipes.run import pinned
+    from bindkit.recipes.runner import pinned
     from bindkit.support import directory_lock
 
     args = build_parser().parse_args(argv)

@@ -30,7 +30,7 @@ API = (
     "bindkit.saber.build.generate_saber",
     "bindkit.saber.validate.validate_saber",
     "bindkit.recipes.recipe.Recipe",
-    "bindkit.recipes.run.run_recipe",
+    "bindkit.recipes.runner.run_recipe",
     "bindkit.train.config.TrainConfig",
     "bindkit.tasks.base.TaskMetadata",
 )

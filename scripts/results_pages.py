@@ -155,7 +155,7 @@ def demo_section(name: str, file: str, record: dict[str, Any]) -> str:
     """A demo's table and its changes vs base with paired intervals, from the ``recipe.json``
     its run wrote (``data/<file>``, as written)."""
     from bindkit.demo.finetune import COLUMN_LABELS
-    from bindkit.recipes.run import change_cell
+    from bindkit.recipes.runner import change_cell
 
     recipe = record["identity"]["recipe"]["name"]
     if recipe != name:

@@ -126,7 +126,7 @@ def test_shipped_model_binds_above_chance_on_shapes(tmp_path: Path) -> None:
     from bindkit.evaluation import evaluate
     from bindkit.saber.build import generate_saber
     from bindkit.saber.render.procedural import ProceduralBackend
-    from bindkit.saber.render.run import render_saber
+    from bindkit.saber.render.renderer import render_saber
 
     generate_saber(tmp_path / "s", seed=7, per_n=20, n_min=2, n_max=3, vocab="shapes")
     render_saber(tmp_path / "s", ProceduralBackend(), progress=False)

@@ -25,7 +25,7 @@ from bindkit.cli import main
 from bindkit.errors import BindkitError
 from bindkit.fetch import sources
 from bindkit.fetch.download import download, extract, member_target
-from bindkit.fetch.run import STATE, fetch
+from bindkit.fetch.fetcher import STATE, fetch
 from bindkit.fetch.sources import SOURCES, Plan, Url
 
 

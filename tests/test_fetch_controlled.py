@@ -16,7 +16,7 @@ from tests.test_fetch_plans import server, zip_of  # noqa: F401  (the server fix
 from tests.test_tasks_controlled import _write_clevr, _write_pug_spar, _write_pug_spare
 
 from bindkit.cli import main
-from bindkit.fetch.run import fetch
+from bindkit.fetch.fetcher import fetch
 from bindkit.fetch.sources import DRIVE, PUG_SPAR_REVISION, SOURCES, Plan, Url
 from bindkit.tasks.base import get_task
 

@@ -25,7 +25,7 @@ from tests.test_fetch import Handler, _fake_snapshot, background, serving, sha
 
 from bindkit.cli import main
 from bindkit.errors import BindkitError
-from bindkit.fetch.run import STATE, fetch
+from bindkit.fetch.fetcher import STATE, fetch
 from bindkit.fetch.sources import SOURCES, Hub, Plan, Url
 from bindkit.tasks.base import get_task
 
@@ -438,7 +438,7 @@ def test_fetch_if_missing_resumes_an_unfinished_fetch(
     server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from bindkit.fetch import sources
-    from bindkit.fetch.run import fetch_if_missing
+    from bindkit.fetch.fetcher import fetch_if_missing
 
     plan, subsets = _local_sugarcrepe(server)
     folder = tmp_path / "sc"
@@ -472,7 +472,7 @@ def test_fetch_if_missing_resumes_an_unfinished_fetch(
 def test_eval_fetch_needs_a_place_and_skips_tasks_without_a_plan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bindkit.fetch.run import fetch_if_missing
+    from bindkit.fetch.fetcher import fetch_if_missing
 
     monkeypatch.delenv("BINDKIT_DATA", raising=False)
     with pytest.raises(BindkitError, match=r"--fetch pods: pass --data DIR to fill or set BINDK"):

@@ -29,7 +29,7 @@ def load(path: Path, tmp_path: Path, name: str | None = None, **kwargs: Any) -> 
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A rendered shapes SABER set (N = 2, 3), images on disk."""
     from bindkit.saber.render.procedural import ProceduralBackend
-    from bindkit.saber.render.run import render_saber
+    from bindkit.saber.render.renderer import render_saber
 
     directory = tmp_path_factory.mktemp("rendered") / "saber"
     generate_saber(directory, seed=2, per_n=2, n_max=3, vocab="shapes")

@@ -16,7 +16,7 @@ from bindkit.evaluation import evaluate
 from bindkit.saber.build import generate_saber
 from bindkit.saber.io import read_saber, write_saber
 from bindkit.saber.render.procedural import ProceduralBackend
-from bindkit.saber.render.run import render_saber
+from bindkit.saber.render.renderer import render_saber
 from bindkit.saber.validate import validate_saber
 
 pytest.importorskip("PIL")

@@ -198,5 +198,5 @@ def test_the_checks_see_a_circle_and_an_upward_import() -> None:
     assert layer_of("bindkit.export.write") > layer_of("bindkit.hfdata.read")
     assert layer_of("bindkit.records.fields") < layer_of("bindkit.tasks.base")
     assert layer_of("bindkit.results.store") > layer_of("bindkit.tasks.base")
-    assert layer_of("bindkit.train.trainer") < layer_of("bindkit.recipes.run")
-    assert layer_of("bindkit.recipes.run") < layer_of("bindkit.sweep.study")
+    assert layer_of("bindkit.train.trainer") < layer_of("bindkit.recipes.runner")
+    assert layer_of("bindkit.recipes.runner") < layer_of("bindkit.sweep.study")

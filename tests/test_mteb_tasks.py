@@ -154,7 +154,7 @@ def test_image_pairings_in_mteb_equal_bindkit(tmp_path: Path) -> None:
     the files (the datasets Image feature) and scores them as bindkit does."""
     from bindkit.saber.build import generate_saber
     from bindkit.saber.render.procedural import ProceduralBackend
-    from bindkit.saber.render.run import render_saber
+    from bindkit.saber.render.renderer import render_saber
 
     data = tmp_path / "shapes"
     generate_saber(data, seed=7, per_n=2, n_min=2, n_max=3, vocab="shapes")

@@ -12,7 +12,7 @@ import pytest
 from bindkit.cli import main
 from bindkit.errors import BindkitError
 from bindkit.recipes.recipe import Recipe, packaged_recipe
-from bindkit.recipes.run import run_recipe
+from bindkit.recipes.runner import run_recipe
 
 STS = "sentence_A\tsentence_B\trelatedness_score\na red cube\ta cube that is red\t4.5\n"
 
@@ -28,7 +28,7 @@ def _no_data(monkeypatch: pytest.MonkeyPatch) -> None:
     def generated(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("data generation began before the check refused the recipe")
 
-    monkeypatch.setattr("bindkit.recipes.run.build_data", generated)
+    monkeypatch.setattr("bindkit.recipes.runner.build_data", generated)
     monkeypatch.setattr("bindkit.sweep.study._open_study", generated)
 
 

@@ -106,7 +106,7 @@ def test_at_chance_names_each_column_at_or_below_its_level() -> None:
 def test_a_finished_recipe_warns_when_its_shipped_row_is_at_chance(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from bindkit.recipes.run import _Runner
+    from bindkit.recipes.runner import _Runner
 
     recipe = packaged_recipe("binding-v1")
     runner = _Runner(recipe, tmp_path, overwrite=False, progress=False, threads=None)

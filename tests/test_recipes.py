@@ -141,7 +141,7 @@ def test_the_val_tolerance_rule_picks_the_smallest_alpha_within_tolerance() -> N
 
 
 def test_a_changed_recipe_is_named_by_its_key() -> None:
-    from bindkit.recipes.run import recipe_change, recipe_identity
+    from bindkit.recipes.runner import recipe_change, recipe_identity
 
     def identity_change(old: dict[str, Any], new: dict[str, Any]) -> str | None:
         return recipe_change(_binding(), old, new)
@@ -157,7 +157,7 @@ def test_a_changed_recipe_is_named_by_its_key() -> None:
 
 
 def test_a_changed_panel_file_is_named(tmp_path: Path) -> None:
-    from bindkit.recipes.run import recipe_change, recipe_identity
+    from bindkit.recipes.runner import recipe_change, recipe_identity
 
     sts = tmp_path / "sts.tsv"
     sts.write_text("sentence_A\tsentence_B\trelatedness_score\na\tb\t1\n")
@@ -202,7 +202,7 @@ def test_a_training_row_that_fails_synth_validate_or_leaks_is_refused(
 def test_out_of_gpu_memory_says_what_to_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bindkit.recipes import run
+    from bindkit.recipes import runner
     from bindkit.recipes.data import RecipeData
     from bindkit.train.memory import TrainingOutOfMemoryError
 
@@ -216,9 +216,9 @@ def test_out_of_gpu_memory_says_what_to_set(
     data = RecipeData(
         tmp_path, files["train"], files["val"], files["test"], {"ctxgen": files["p"]}, {}, {}
     )
-    runner = run._Runner(_binding(), tmp_path / "o", False, False, None)
+    recipe_runner = runner._Runner(_binding(), tmp_path / "o", False, False, None)
     with pytest.raises(BindkitError) as caught:
-        runner.train(_binding().runs[0], data, 2e-3)
+        recipe_runner.train(_binding().runs[0], data, 2e-3)
     assert str(caught.value) == (
         "run preserve: out of memory at batch size 32; lower the peak with "
         "train.gradient_checkpointing = true, or train.chunk_size = 16 (GradCache), or "
@@ -230,7 +230,7 @@ def test_out_of_gpu_memory_says_what_to_set(
 @pytest.mark.parametrize(("alpha", "stated"), [(1.0, "LiNeS off (α = 1)"), (0.5, "LiNeS α 0.5")])
 def test_the_report_states_lines_as_it_is(alpha: float, stated: str) -> None:
     """α 1 scales every layer by 1: the report says LiNeS is off, never "applied"."""
-    from bindkit.recipes.run import render_report
+    from bindkit.recipes.runner import render_report
 
     recipe = packaged_recipe("binding-v1")
     record = {

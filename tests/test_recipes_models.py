@@ -142,7 +142,7 @@ def test_a_recipe_killed_before_its_panel_resumes_without_retraining(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from bindkit.recipes.recipe import Recipe
-    from bindkit.recipes.run import _Runner, run_recipe
+    from bindkit.recipes.runner import _Runner, run_recipe
 
     text = RECIPE.format(model="").replace('"mllm:"', '"builtin:tiny-clip"')
     path = tmp_path / "tiny.toml"

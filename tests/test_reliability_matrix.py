@@ -1398,7 +1398,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert main([*argv, "--out", str(root / name)]) == 0
     from bindkit.saber.build import generate_saber
     from bindkit.saber.render.procedural import ProceduralBackend
-    from bindkit.saber.render.run import render_saber
+    from bindkit.saber.render.renderer import render_saber
     from bindkit.synth.splits import write_splits
 
     shutil.copytree(root / "synth500", root / "synth500_variants")

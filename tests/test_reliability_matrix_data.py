@@ -370,7 +370,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     set, a mined clusters file with its diagnostics."""
     from bindkit.saber.build import generate_saber
     from bindkit.saber.render.procedural import ProceduralBackend
-    from bindkit.saber.render.run import render_saber
+    from bindkit.saber.render.renderer import render_saber
 
     root = tmp_path_factory.mktemp("matrix-data-base")
     generate_saber(root / "saber", per_n=2, n_max=4)

@@ -23,7 +23,7 @@ from bindkit.saber.io import read_saber
 from bindkit.saber.render import make_backend
 from bindkit.saber.render.diffusers import DiffusersBackend
 from bindkit.saber.render.openai import OpenAIImagesBackend
-from bindkit.saber.render.run import render_saber
+from bindkit.saber.render.renderer import render_saber
 from bindkit.saber.validate import validate_saber
 
 Image = pytest.importorskip("PIL.Image")

@@ -15,7 +15,7 @@ from bindkit.saber.build import generate_saber
 from bindkit.saber.io import read_saber
 from bindkit.saber.render import materials, shapes
 from bindkit.saber.render.procedural import ProceduralBackend, draw_scene, layout
-from bindkit.saber.render.run import is_valid_image, render_saber
+from bindkit.saber.render.renderer import is_valid_image, render_saber
 from bindkit.saber.validate import validate_saber
 from bindkit.saber.vocab import load_vocabulary
 

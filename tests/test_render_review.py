@@ -13,8 +13,8 @@ from bindkit.errors import BindkitError
 from bindkit.saber.build import generate_saber
 from bindkit.saber.io import read_saber
 from bindkit.saber.render.procedural import ProceduralBackend
+from bindkit.saber.render.renderer import read_rejects, render_saber
 from bindkit.saber.render.review import review_html, write_review
-from bindkit.saber.render.run import read_rejects, render_saber
 
 pytest.importorskip("PIL")
 

@@ -264,7 +264,7 @@ FINETUNE_KILLS = [
     ("call:bindkit.train.loop:save_checkpoint", 2),
     ("call:bindkit.adapters.lora:save_adapter", 2),
     ("call:bindkit.adapters.soup:average_adapters", 1),
-    ("call:bindkit.recipes.run:score_panel", 3),
+    ("call:bindkit.recipes.runner:score_panel", 3),
 ]
 
 

@@ -258,7 +258,7 @@ def test_wang_tradeoff_is_their_single_task_rule() -> None:
 
 def test_wang_tradeoff_needs_a_control_set_and_no_soup(tmp_path: Path) -> None:
     from bindkit.recipes.recipe import SoupSpec
-    from bindkit.recipes.run import run_recipe
+    from bindkit.recipes.runner import run_recipe
 
     recipe = _seed000().replace(model="st:default")  # a model that resolves offline
     with pytest.raises(BindkitError, match=r"needs a control set.*--set train.sts=FILE"):

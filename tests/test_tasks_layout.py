@@ -120,7 +120,7 @@ def test_the_checks_see_what_they_guard() -> None:
     assert not private_imports(module, "from bindkit.tasks import _images\n_images.present()\n")
     assert not private_imports(module, "from bindkit.tasks.instance import _boxes\n")
     assert fetch_imports(module, "def f():\n    from bindkit.fetch.sources import SOURCES\n")
-    assert fetch_imports(module, "import bindkit.fetch.run\n")
+    assert fetch_imports(module, "import bindkit.fetch.fetcher\n")
     assert fetch_imports(module, "from bindkit import fetch\n")
 
 

@@ -82,7 +82,7 @@ def run_trial(
     """Run trial ``name``'s recipe, score its α on the dev panel, mark the rule's choice and
     score it on the held-out panel; returns its rows (one per α)."""
     from bindkit.adapters.lines import apply_lines
-    from bindkit.recipes.run import run_recipe
+    from bindkit.recipes.runner import run_recipe
     from bindkit.recipes.select import dev_sts_slack_alpha
 
     trial, select = study["trials"][name], study["select"]

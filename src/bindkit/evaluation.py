@@ -109,7 +109,7 @@ def evaluate(
     if fetch:  # download on demand (bindkit fetch's plan), as mteb's and CLIP_benchmark's
         from functools import partial
 
-        from bindkit.fetch.run import fetch_if_missing
+        from bindkit.fetch.fetcher import fetch_if_missing
 
         say = partial(_say, True)  # a download's licence is printed even with -q (to stderr)
         data = fetch_if_missing(meta.name, data, log=say, progress=verbose) or data

@@ -48,7 +48,7 @@ def register(commands: Any) -> None:
 
 def _fetch(args: argparse.Namespace) -> int:
     from bindkit.errors import BindkitError
-    from bindkit.fetch.run import fetch
+    from bindkit.fetch.fetcher import fetch
     from bindkit.fetch.sources import MANUAL, SOURCES
 
     if args.list:

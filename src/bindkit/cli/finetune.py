@@ -1,4 +1,4 @@
-"""``bindkit finetune``: a thin wrapper over :func:`bindkit.recipes.run.run_recipe`."""
+"""``bindkit finetune``: a thin wrapper over :func:`bindkit.recipes.runner.run_recipe`."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def _finetune(args: argparse.Namespace) -> int:
     from bindkit._io import check_not_input
     from bindkit._outputs import check_own_output
     from bindkit.recipes.recipe import Recipe, packaged_path, packaged_recipe
-    from bindkit.recipes.run import run_recipe
+    from bindkit.recipes.runner import run_recipe
 
     if (args.recipe_file is None) == (args.recipe is None):
         raise BindkitError("give a RECIPE.toml file or --recipe NAME (one of them)")

@@ -167,7 +167,7 @@ def _options(pairs: list[str]) -> tuple[tuple[str, Any], ...]:
 def _render(args: argparse.Namespace) -> int:
     from bindkit.errors import BindkitError
     from bindkit.saber.render import make_backend
-    from bindkit.saber.render.run import read_rejects, render_saber
+    from bindkit.saber.render.renderer import read_rejects, render_saber
 
     _check_render_numbers(args)
     size = args.size if args.size is not None else (256 if args.backend == "procedural" else 1024)

@@ -1,6 +1,6 @@
 """``bindkit demo finetune``: the packaged recipe ``binding-v1`` on all-MiniLM-L6-v2 (CPU).
 
-The demo is :func:`bindkit.recipes.run.run_recipe` on :func:`demo_recipe`: binding-v1 with the
+The demo is :func:`bindkit.recipes.runner.run_recipe` on :func:`demo_recipe`: binding-v1 with the
 demo's options applied (examples, seed, a smaller SABER, the preservation weight, how many
 preserved runs are averaged, an optional plain comparison run, STS and SugarCrepe++ columns),
 plus its own report (``OUT/report.md``: one table and what was chosen and why) and
@@ -19,7 +19,7 @@ from bindkit._io import atomic_write_text
 from bindkit.adapters.lines import lines_state
 from bindkit.errors import BindkitError
 from bindkit.recipes.recipe import Recipe, packaged_recipe
-from bindkit.recipes.run import change_table, pinned
+from bindkit.recipes.runner import change_table, pinned
 from bindkit.synth.mixes import KIND_TEXT, MIXES
 from bindkit.synth.preservation import PRESERVATION_TEXT
 
@@ -166,7 +166,7 @@ def demo_recipe(options: DemoOptions) -> Recipe:
 
 def run_demo(options: DemoOptions) -> dict[str, Any]:
     """Run the demo; returns the summary also written to ``OUT/demo.json``."""
-    from bindkit.recipes.run import run_recipe
+    from bindkit.recipes.runner import run_recipe
 
     recipe = demo_recipe(options)
     out = Path(options.out)

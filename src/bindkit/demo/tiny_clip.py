@@ -176,7 +176,7 @@ def _saber(options: TinyClipDemoOptions, out: Path) -> tuple[Path, list[Any]]:
     from bindkit.saber.build import generate_saber
     from bindkit.saber.io import read_manifest, read_saber
     from bindkit.saber.render import make_backend
-    from bindkit.saber.render.run import render_saber
+    from bindkit.saber.render.renderer import render_saber
 
     saber = out / "saber"
     manifest = read_manifest(saber) if (saber / "manifest.json").is_file() else None

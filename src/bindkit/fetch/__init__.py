@@ -2,5 +2,5 @@
 
 :mod:`.sources` declares each task's plan (where every file is published, its licence, the
 checksums bindkit pins); :mod:`.download` holds the resumable HTTP download and the archive
-extraction; :func:`.run.fetch` carries a plan out.
+extraction; :func:`.fetcher.fetch` carries a plan out.
 """

@@ -22,7 +22,7 @@ def __getattr__(name: str) -> Any:
 
         return PanelEntry
     if name == "run_recipe":
-        from bindkit.recipes.run import run_recipe
+        from bindkit.recipes.runner import run_recipe
 
         return run_recipe
     raise AttributeError(name)

@@ -33,7 +33,7 @@ Or the sweep searches recipes (:mod:`bindkit.recipes`): a ``[recipe]`` table ins
 ``[train]`` names the recipe (``file``, relative to this file, or a packaged ``name``) and its
 fixed changes (``[recipe.set]``, recipe keys), and each ``[search."KEY"]`` is a recipe key
 (``"train.lr"``, ``"data.mix"``, ``"lines.alpha"``, …). A trial is
-``recipe.replace(**set, **params)`` run by :func:`bindkit.recipes.run.run_recipe`; its folder
+``recipe.replace(**set, **params)`` run by :func:`bindkit.recipes.runner.run_recipe`; its folder
 is named by the digest of the whole trial recipe, fixed values included::
 
     [recipe]

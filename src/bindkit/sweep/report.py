@@ -132,7 +132,7 @@ def front_changes(front: list[dict[str, Any]], config: SweepConfig) -> list[str]
     for both), as the trial's worker recorded it when it scored the point: how sure each point
     of the front is, not only where it lies. Points scored before changes were recorded are
     left out."""
-    from bindkit.recipes.run import change_table
+    from bindkit.recipes.runner import change_table
 
     changes = {
         f"T{row['trial']} α {float(row['alpha']):g}": row["changes"]

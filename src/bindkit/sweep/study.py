@@ -77,7 +77,7 @@ def recipe_trial_key(recipe: Recipe) -> str:
     """A recipe trial's folder name: a digest of the whole trial recipe (fixed values and
     parameters, input files by content); each of its runs is then reused or resumed by the
     trainer's run identity."""
-    from bindkit.recipes.run import recipe_identity
+    from bindkit.recipes.runner import recipe_identity
 
     return "r-" + sha256_bytes(canonical_json(recipe_identity(recipe, None)).encode())[:12]
 
@@ -104,7 +104,7 @@ def study_definition(config: SweepConfig) -> dict[str, Any]:
     objectives = {k: list(v) for k, v in config.objectives.items()}
     shared: dict[str, Any] = {"train": fixed, "panel": panel, "objectives": objectives}
     if config.recipe is not None:  # the recipe with its fixed changes, inputs by content
-        from bindkit.recipes.run import recipe_identity
+        from bindkit.recipes.runner import recipe_identity
 
         shared["recipe"] = recipe_identity(config.recipe.replace(**config.fixed), None)
     # as the storage gives it back (JSON), so that a stored definition compares equal
@@ -326,7 +326,7 @@ class Objective:
         adapter (and LiNeS copies) scored on the sweep's panel."""
         from bindkit._lock import LockedError
         from bindkit.errors import TrainingDivergedError
-        from bindkit.recipes.run import run_recipe
+        from bindkit.recipes.runner import run_recipe
 
         recipe = self.config.trial_recipe(params)
         key = recipe_trial_key(recipe)

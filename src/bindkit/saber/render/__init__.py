@@ -2,7 +2,7 @@
 
 Backends: ``procedural`` (numpy scenes of the shapes vocabulary; no model), ``diffusers`` (a local
 text-to-image pipeline) and ``openai`` (any OpenAI-compatible image endpoint). See
-:func:`bindkit.saber.render.run.render_saber`.
+:func:`bindkit.saber.render.renderer.render_saber`.
 """
 
 from __future__ import annotations
