@@ -6,12 +6,14 @@
   layer's; the loss and the gradients are those of the plain forward (tested).
 - :func:`out_of_memory_advice`: the one line an out-of-memory error becomes, naming the knobs.
 - :func:`estimate_peak`: a pure estimate of a training step's peak memory from the model's
-  sizes and the batch, so ``bindkit memory`` can say before a run whether it fits. What it counts
-  (a decoder layer under LoRA on q/k/v/o, per token, in the weights' precision): the inputs of
-  the two norms and the LoRA-A input (3 hidden), q/k after their norms, q/k/v and the attention
-  output kept by the attention kernel, and the MLP's gate, up and activated gate (3 intermediate);
-  with checkpointing one hidden vector per layer plus one layer recomputed. Attention is taken
-  as a fused kernel (no sequence² matrix), as SDPA runs on GPUs and on the CPU.
+  sizes and the batch, so ``bindkit memory`` can say before a run whether it fits. It counts
+  what the autograd graph of a decoder layer under LoRA on q/k/v/o keeps per token
+  (:func:`layer_bytes_per_token`: float32 copies of the norms' and LoRA's inputs, attention's
+  q/k/v/output and the MLP's three tensors in the weights' precision), or with checkpointing one
+  hidden vector per layer plus one layer recomputed; the backward's gradients of one layer; and a
+  measured fixed part (:data:`RUNTIME_BYTES`). Attention is taken as a fused kernel (no
+  sequence² matrix), as SDPA runs on GPUs and on the CPU. Measured against training steps on
+  the CPU: within 15 % of the tensors' peak at 8 or more triplets.
 """
 
 from __future__ import annotations
