@@ -1,15 +1,18 @@
 """How close ``bindkit memory``'s estimate comes to a measured training step.
 
 Each setting runs in its own process: a Qwen3-VL-Embedding-shaped model scaled down (``--hidden``,
-``--layers``; random weights, float32 on the CPU) trains one LoRA step with ``train_triplets``; the
-step's peak is the process's peak resident memory during the training loop (the kernel's
-high-water mark, reset when the loop starts) minus the resident memory at that moment (the loaded
-weights, Python, torch). The estimate's matching part is everything but the frozen weights:
-LoRA state, kept activations and one layer's working tensors, at the padded token count of the
-batch. Writes ``OUT/memory_estimate.json`` and prints the table (estimate / measured - 1).
+``--layers``; random weights, float32 or bfloat16 on the CPU) trains one LoRA step with
+``train_triplets``; the step's peak is the process's peak resident memory after the model is
+loaded (the kernel's high-water mark, reset then) minus the resident memory at that moment (the
+loaded weights, Python, torch). Each setting is measured twice: with glibc's mmap threshold fixed
+("tensors": every tensor of 64 KiB or more is mapped and unmapped, so the peak is what the
+tensors held) and with the default allocator ("resident": glibc keeps freed blocks on its heap,
+what ``ps`` shows). The estimate's matching part is everything but the frozen weights: LoRA
+state, kept activations and the backward's working space, at the padded token count of the
+batch. Prints the table (estimate / measured - 1) and writes it to ``OUT/memory_estimate.md``
+and ``.json``.
 
-Run: ``python benchmarks/bench_memory_estimate.py --out runs/memory`` (a minute or two).
-"""
+Run: ``python benchmarks/bench_memory_estimate.py --out runs/memory`` (a few minutes)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,10 +47,17 @@ def high_water() -> int:
     raise RuntimeError("no VmHWM")
 
 
-def measure(folder: str, batch: int, checkpointing: bool, out: str) -> dict[str, Any]:
-    """One training step in this process: the step's measured peak above the loaded state."""
+def measure(
+    folder: str, batch: int, checkpointing: bool, out: str, dtype: str = "float32"
+) -> dict[str, Any]:
+    """One training step in this process: the step's measured peak above the loaded model.
+
+    The high-water mark is reset once the model is loaded (``load_trainable`` wrapped), and a
+    forward pre-hook records each forward's padded token count.
+    """
     import torch
 
+    from bindkit.adapters.lora import transformers_model
     from bindkit.train import loop as train_loop
     from bindkit.train import trainer
     from bindkit.train.config import TrainConfig
@@ -65,23 +76,26 @@ def measure(folder: str, batch: int, checkpointing: bool, out: str) -> dict[str,
     ][:batch]
     data = Path(out) / "train.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    seen: dict[str, Any] = {}
-    loop = train_loop.Run.train_loop
+    seen: dict[str, Any] = {"forwards": []}
+    load = train_loop.load_trainable
 
-    def measured(self: Any, *args: Any) -> None:
-        batch_inputs = self.objective.collate(self.embedder, list(range(len(rows))), 0)
-        seen["tokens"] = [
-            int(side[0].groups[0][1]["input_ids"].shape[1]) for side in batch_inputs.sides
-        ]
+    def loaded(*args: Any) -> Any:
+        embedder = load(*args)
+
+        def record(_module: Any, _args: Any, kwargs: dict[str, Any]) -> None:
+            ids = kwargs.get("input_ids")
+            if ids is not None:
+                seen["forwards"].append([int(n) for n in ids.shape])
+
+        transformers_model(embedder.module).register_forward_pre_hook(record, with_kwargs=True)
         seen["before"] = rss()
         Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark
-        loop(self, *args)
-        seen["peak"] = high_water()
+        return embedder
 
-    train_loop.Run.train_loop = measured  # type: ignore[method-assign]
+    train_loop.load_trainable = loaded  # type: ignore[assignment]
     trainer.train_triplets(
         TrainConfig(
-            model=f"qwen3-vl-embedding:{folder}",
+            model=f"qwen3-vl-embedding:{folder}+dtype={dtype}",
             train=str(data),
             out=str(Path(out) / "run"),
             batch_size=batch,
@@ -93,79 +107,140 @@ def measure(folder: str, batch: int, checkpointing: bool, out: str) -> dict[str,
             progress=False,
         )
     )
-    return {"tokens": seen["tokens"], "step_bytes": seen["peak"] - seen["before"]}
+    return {"forwards": seen["forwards"], "step_bytes": high_water() - seen["before"]}
 
 
-def estimate(folder: Path, batch: int, checkpointing: bool, tokens: list[int]) -> dict[str, Any]:
+BYTES = {"float32": 4, "bfloat16": 2}
+# glibc's fixed mmap threshold: every tensor of 64 KiB or more is its own mapping, returned to
+# the system when freed, so the resident peak is what the tensors held (no freed-but-kept heap)
+EXACT_MALLOC = {"MALLOC_MMAP_THRESHOLD_": "65536"}
+
+
+def estimate(
+    folder: Path, batch: int, checkpointing: bool, forwards: list[list[int]], dtype: str
+) -> int:
+    """The estimate's part above the loaded weights: LoRA state, activations, working space."""
     from bindkit.train.memory import StepSetting, estimate_for_config
 
     config = json.loads((folder / "config.json").read_text())
-    # the query side has `batch` inputs of tokens[0], the documents 2·batch of tokens[1]
-    mean_tokens = (tokens[0] + 2 * tokens[1]) / 3
+    # the query side and the documents are padded apart: the estimate's tokens is their mean
+    sequences = sum(shape[0] for shape in forwards)
+    mean_tokens = sum(shape[0] * shape[1] for shape in forwards) / sequences
     setting = StepSetting(batch_size=batch, gradient_checkpointing=checkpointing)
-    guess = estimate_for_config(config, setting, tokens=round(mean_tokens), weight_bytes=4)
-    return {"step_bytes": guess.peak - guess.weights, "activations": guess.activations}
+    guess = estimate_for_config(
+        config, setting, tokens=round(mean_tokens), weight_bytes=BYTES[dtype]
+    )
+    return guess.peak - guess.weights
+
+
+def run_child(
+    folder: Path, batch: int, checkpointing: bool, dtype: str, work: Path, exact: bool
+) -> dict[str, Any]:
+    work.mkdir(parents=True)
+    child = [sys.executable, __file__, "--child", str(folder), str(batch)]
+    child += ["1" if checkpointing else "0", str(work), dtype]
+    env = {**os.environ, **(EXACT_MALLOC if exact else {})}
+    done = subprocess.run(child, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"the measuring process failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: use 1 or more")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hidden", type=int, default=512)
-    parser.add_argument("--layers", type=int, default=8)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Example: python benchmarks/bench_memory_estimate.py --out runs/memory",
+    )
+    parser.add_argument("--hidden", type=positive, default=512, help="text hidden size")
+    parser.add_argument("--layers", type=positive, default=8, help="text layers")
     parser.add_argument("--batches", default="8,32", help="triplets per step, comma-separated")
-    parser.add_argument("--out", default=None)
-    parser.add_argument("--child", nargs=4, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--dtypes", default="float32,bfloat16", help="weights' dtypes, comma-separated"
+    )
+    parser.add_argument("--out", default=None, help="folder for memory_estimate.json and .md")
+    parser.add_argument("--child", nargs=5, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        folder, batch, checkpointing, out = args.child
-        print(json.dumps(measure(folder, int(batch), checkpointing == "1", out)))
+        folder, batch, checkpointing, out, dtype = args.child
+        print(json.dumps(measure(folder, int(batch), checkpointing == "1", out, dtype)))
         return 0
+    try:
+        batches = [int(b) for b in args.batches.split(",")]
+    except ValueError:
+        parser.error(f"--batches {args.batches}: give integers separated by commas")
+    if min(batches) < 1:
+        parser.error(f"--batches {args.batches}: use 1 or more triplets")
+    dtypes = args.dtypes.split(",")
+    for dtype in dtypes:
+        if dtype not in BYTES:
+            parser.error(f"--dtypes {args.dtypes}: {dtype!r} is not one of {', '.join(BYTES)}")
+    if args.hidden % 64:
+        parser.error(f"--hidden {args.hidden}: use a multiple of 64 (whole attention heads)")
     from bindkit.embed.shapes import write_shape
 
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load = os.getloadavg()[0]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_shape("qwen3-vl-embedding-2b", Path(tmp) / "model")
         scale_config(folder, args.hidden, args.layers)
-        for batch in (int(b) for b in args.batches.split(",")):
-            for checkpointing in (False, True):
-                work = Path(tmp) / f"b{batch}-{int(checkpointing)}"
-                work.mkdir()
-                child = [sys.executable, __file__, "--child", str(folder), str(batch)]
-                child += ["1" if checkpointing else "0", str(work)]
-                done = subprocess.run(child, capture_output=True, text=True)
-                if done.returncode != 0:
-                    raise SystemExit(f"the measuring process failed:\n{done.stderr[-3000:]}")
-                measured = json.loads(done.stdout.strip().splitlines()[-1])
-                guess = estimate(folder, batch, checkpointing, measured["tokens"])
-                rows.append(
-                    {
-                        "batch": batch,
-                        "gradient_checkpointing": checkpointing,
-                        "tokens": measured["tokens"],
-                        "measured_mib": round(measured["step_bytes"] / 2**20, 1),
-                        "estimated_mib": round(guess["step_bytes"] / 2**20, 1),
-                        "error": round(guess["step_bytes"] / measured["step_bytes"] - 1, 3),
-                    }
-                )
-                print(rows[-1], flush=True)
+        for dtype in dtypes:
+            for batch in batches:
+                for checkpointing in (False, True):
+                    work = Path(tmp) / f"{dtype}-b{batch}-{int(checkpointing)}"
+                    exact = run_child(folder, batch, checkpointing, dtype, work / "exact", True)
+                    plain = run_child(folder, batch, checkpointing, dtype, work / "plain", False)
+                    guess = estimate(folder, batch, checkpointing, exact["forwards"], dtype)
+                    rows.append(
+                        {
+                            "dtype": dtype,
+                            "batch": batch,
+                            "gradient_checkpointing": checkpointing,
+                            "forwards": exact["forwards"],
+                            "tensors_mib": round(exact["step_bytes"] / 2**20, 1),
+                            "resident_mib": round(plain["step_bytes"] / 2**20, 1),
+                            "estimated_mib": round(guess / 2**20, 1),
+                            "error": round(guess / exact["step_bytes"] - 1, 3),
+                            "error_resident": round(guess / plain["step_bytes"] - 1, 3),
+                        }
+                    )
+                    print(rows[-1], file=sys.stderr, flush=True)
+    command = " ".join(["python benchmarks/bench_memory_estimate.py", *(argv or sys.argv[1:])])
     lines = [
-        f"Qwen3-VL-Embedding shape scaled to hidden {args.hidden}, {args.layers} layers, fp32, CPU",
+        f"`{command}`",
         "",
-        "| triplets | checkpointing | tokens (query, docs) | measured MiB | estimated MiB "
-        "| error |",
-        "|---:|---|---|---:|---:|---:|",
+        f"Qwen3-VL-Embedding-2B's shape scaled to hidden {args.hidden}, {args.layers} layers; "
+        f"one LoRA step of `train_triplets` on the CPU; {started}, load average {load:.1f}",
+        "",
+        "| weights | triplets | checkpointing | forwards (inputs x tokens) | tensors MiB "
+        "| resident MiB | estimated MiB | estimate vs tensors | vs resident |",
+        "|---|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
+        shapes = ", ".join(f"{n} x {t}" for n, t in row["forwards"])
         lines.append(
-            f"| {row['batch']} | {'on' if row['gradient_checkpointing'] else 'off'} | "
-            f"{row['tokens'][0]}, {row['tokens'][1]} | {row['measured_mib']} | "
-            f"{row['estimated_mib']} | {100 * row['error']:+.0f} % |"
+            f"| {row['dtype']} | {row['batch']} | "
+            f"{'on' if row['gradient_checkpointing'] else 'off'} | {shapes} | "
+            f"{row['tensors_mib']} | {row['resident_mib']} | {row['estimated_mib']} | "
+            f"{100 * row['error']:+.0f} % | {100 * row['error_resident']:+.0f} % |"
         )
-    print("\n".join(lines))
+    markdown = "\n".join(lines) + "\n"
+    print(markdown)
     if args.out:
-        from bindkit._environment import library_versions
-        from bindkit._io import atomic_write_text, make_dirs
+        from bindkit.identity import versions
 
-        make_dirs(Path(args.out))
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
         record = {
             "rows": rows,
             "hidden": args.hidden,
@@ -173,10 +248,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "produced_by": {
                 "script": "benchmarks/bench_memory_estimate.py",
                 "argv": list(argv if argv is not None else sys.argv[1:]),
-                "versions": library_versions(),
+                "versions": versions(),
             },
         }
-        atomic_write_text(Path(args.out) / "memory_estimate.json", json.dumps(record, indent=2))
+        (out / "memory_estimate.json").write_text(json.dumps(record, indent=2) + "\n")
+        (out / "memory_estimate.md").write_text(markdown)
     return 0
 
 

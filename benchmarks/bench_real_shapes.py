@@ -18,10 +18,12 @@ all-MiniLM-L6-v2 as ``st:DIR``). One model is loaded and shared: the plain loop 
 
 Rounds alternate (A B, B A, ...); the table gives min/median/max seconds and the ratio
 plain / bindkit (> 1: bindkit faster) of the medians with the range of the per-round ratios.
-Writes ``OUT/<name>.json`` and prints a markdown table.
+Prints the markdown table (the command, date, load and versions above it) and writes it with
+the numbers to ``OUT/<name>.md`` and ``.json``.
 
-Run: ``python benchmarks/bench_real_shapes.py embed --out runs/bench-shapes`` (CPU, 2B bf16,
-about 8 minutes on 2 cores); ``train`` likewise; ``--spec st:DIR --dtype float32`` for MiniLM.
+Run: ``python benchmarks/bench_real_shapes.py all --out runs/bench-shapes`` (CPU, 2B bf16: embed
+and train on one loaded model); ``embed`` or ``train`` alone; ``--spec st:DIR --dtype float32``
+for MiniLM.
 """
 
 from __future__ import annotations
@@ -202,10 +204,10 @@ def summary(plain: Timings, bindkit: Timings) -> dict[str, Any]:
     }
 
 
-def embed_bench(args: argparse.Namespace) -> dict[str, Any]:
+def embed_bench(embedder: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The rows of embedding: texts, and images when the model takes them."""
     import numpy as np
 
-    spec, embedder = load(args.spec, args.dtype, Path(args.root), args.batch_size)
     cases: dict[str, list[Any]] = {"text": texts(args.texts)}
     if "image" in embedder.modalities and args.images:
         cases["image"] = images(args.images, args.side)
@@ -227,12 +229,14 @@ def embed_bench(args: argparse.Namespace) -> dict[str, Any]:
             },
             args.rounds,
         )
+        what = f"{len(inputs)} {modality}s" + (f" of {args.side} px" if modality == "image" else "")
         rows[modality] = {
+            "label": f"embed {what}, batch {args.batch_size}",
             "inputs": len(inputs),
             "cosine_agreement_min": round(agreement, 5),
             **summary(timings["plain"], timings["bindkit"]),
         }
-    return {"spec": spec, "batch_size": args.batch_size, "rows": rows}
+    return rows
 
 
 # -- training ----------------------------------------------------------------------------------
@@ -321,11 +325,11 @@ def plain_train(embedder: Any, rows: list[dict[str, str]], args: argparse.Namesp
         optimizer.zero_grad(set_to_none=True)
     elapsed = time.perf_counter() - started
     model.unload()  # the base model as it was: LoRA layers replaced by their base layers
-    return elapsed / args.steps
+    return float(elapsed / args.steps)
 
 
-def train_bench(args: argparse.Namespace) -> dict[str, Any]:
-    spec, embedder = load(args.spec, args.dtype, Path(args.root), args.batch_size)
+def train_bench(embedder: Any, spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The row of training: seconds per LoRA optimizer step."""
     rows = triplet_rows(args.train_batch * args.steps)
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "train.jsonl"
@@ -340,70 +344,118 @@ def train_bench(args: argparse.Namespace) -> dict[str, Any]:
             },
             args.rounds,
         )
-    return {
-        "spec": spec,
-        "batch_size": args.train_batch,
-        "steps": args.steps,
-        "rows": {"train step": summary(timings["plain"], timings["bindkit"])},
-    }
+    label = f"LoRA train step, {args.train_batch} triplets ({args.steps} steps a round)"
+    return {"train step": {"label": label, **summary(timings["plain"], timings["bindkit"])}}
 
 
 def table(result: dict[str, Any]) -> str:
+    """The result as markdown: what ran (command, date, load, versions), then one row per work."""
+    made = result["produced_by"]
+    versions = made["versions"]
+    libraries = ", ".join(
+        f"{name} {versions[name]}" for name in ("torch", "transformers", "peft") if name in versions
+    )
+    rounds = len(next(iter(result["rows"].values()))["bindkit_seconds"])
     lines = [
-        f"`{result['spec']}`, batch {result['batch_size']}",
+        f"`python {made['script']} {' '.join(made['argv'])}`",
+        "",
+        f"`{result['spec']}`; {made['date']}; {made['device']}, {made['threads']} threads, "
+        f"load average {made['load_before']:.1f} before and {made['load_after']:.1f} after; "
+        f"bindkit {made['bindkit']}, {libraries}; {rounds} alternating rounds",
         "",
         "| work | bindkit s (min / median / max) | plain s (min / median / max) "
-        "| plain / bindkit |",
+        "| plain / bindkit: medians (per-round range) |",
         "|---|---|---|---|",
     ]
-    for name, row in result["rows"].items():
+    for row in result["rows"].values():
         cells = []
         for side in ("bindkit", "plain"):
             values = row[f"{side}_seconds"]
             cells.append(f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}")
         ratio = f"{row['ratio_median']:.2f}x ({row['ratio_min']:.2f}-{row['ratio_max']:.2f})"
-        lines.append(f"| {name} | {cells[0]} | {cells[1]} | {ratio} |")
+        lines.append(f"| {row['label']} | {cells[0]} | {cells[1]} | {ratio} |")
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("work", choices=("embed", "train"))
+def positive(text: str) -> int:
+    """An argparse type: an integer of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: use 1 or more")
+    return value
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Example: python benchmarks/bench_real_shapes.py all --rounds 5 --out runs/shapes",
+    )
+    parser.add_argument(
+        "work", choices=("embed", "train", "all"), help="what to time (all: embed, then train)"
+    )
     parser.add_argument("--spec", default="qwen3-vl-embedding-2b", help="a shape name or a spec")
     parser.add_argument("--dtype", default="bfloat16", help="weights' dtype ('' for the backend's)")
-    parser.add_argument("--root", default=str(Path(tempfile.gettempdir()) / "bindkit-shapes"))
-    parser.add_argument("--texts", type=int, default=8)
-    parser.add_argument("--images", type=int, default=4)
-    parser.add_argument("--side", type=int, default=224)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--train-batch", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", default=None, help="folder for NAME.json")
+    parser.add_argument(
+        "--root",
+        default=str(Path(tempfile.gettempdir()) / "bindkit-shapes"),
+        help="where a shape's folder is written (kilobytes, reused)",
+    )
+    parser.add_argument("--texts", type=positive, default=8, help="texts embedded per round")
+    parser.add_argument("--images", type=int, default=4, help="images embedded per round (0: none)")
+    parser.add_argument("--side", type=positive, default=224, help="image side in pixels")
+    parser.add_argument("--batch-size", type=positive, default=8, help="embedding batch size")
+    parser.add_argument("--train-batch", type=positive, default=2, help="triplets per step")
+    parser.add_argument("--steps", type=positive, default=1, help="optimizer steps per round")
+    parser.add_argument("--rounds", type=positive, default=5, help="alternating rounds")
+    parser.add_argument("--out", default=None, help="folder for NAME.json and NAME.md")
     parser.add_argument("--name", default=None, help="result file name (default: work-shape)")
     args = parser.parse_args(argv)
+    if args.images < 0:
+        parser.error(f"--images {args.images}: use 0 or more")
+    if args.side % 32:
+        parser.error(f"--side {args.side}: use a multiple of 32 (no resize changes the image)")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        parser.error(f"--out {args.out}: is a file, not a folder")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
     import torch
 
     torch.manual_seed(0)
-    result = embed_bench(args) if args.work == "embed" else train_bench(args)
+    load_before = os.getloadavg()[0]
+    spec, embedder = load(args.spec, args.dtype, Path(args.root), args.batch_size)
+    result: dict[str, Any] = {"spec": spec, "rows": {}}
+    if args.work in ("embed", "all"):
+        result["rows"].update(embed_bench(embedder, args))
+    if args.work in ("train", "all"):
+        result["rows"].update(train_bench(embedder, spec, args))
     from bindkit import __version__
-    from bindkit._environment import library_versions
+    from bindkit.identity import versions
 
     result["produced_by"] = {
         "script": "benchmarks/bench_real_shapes.py",
         "argv": list(argv if argv is not None else sys.argv[1:]),
         "bindkit": __version__,
-        "versions": library_versions(),
+        "versions": versions(),
         "threads": torch.get_num_threads(),
         "device": "cpu",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
     }
-    print(table(result))
+    markdown = table(result)
+    print(markdown)
     if args.out:
-        from bindkit._io import atomic_write_text, make_dirs
-
-        make_dirs(Path(args.out))
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
         name = args.name or f"{args.work}-{Path(args.spec).name}"
-        atomic_write_text(Path(args.out) / f"{name}.json", json.dumps(result, indent=2) + "\n")
+        (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+        (out / f"{name}.md").write_text(markdown)
     return 0
 
 

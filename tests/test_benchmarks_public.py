@@ -24,14 +24,6 @@ FILES = sorted(
 )
 DRIVERS = [p for p in FILES if 'if __name__ == "__main__":' in p.read_text("utf-8")]
 
-#: temporary: owned by another change in flight (issue 46); each must still need its entry
-KNOWN = {
-    "benchmarks/bench_memory_estimate.py",
-    "benchmarks/bench_real_shapes.py",
-    "benchmarks/gpu_real_shapes.py",
-}
-
-
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
@@ -61,10 +53,7 @@ def _name(path: Path) -> str:
 @pytest.mark.parametrize("path", FILES, ids=_name)
 def test_imports_only_public_bindkit_names(path: Path) -> None:
     found = private_imports(path.read_text("utf-8"))
-    if _name(path) in KNOWN:
-        assert found, f"{_name(path)} imports nothing private now: drop it from KNOWN"
-    else:
-        assert found == [], f"{_name(path)}: private bindkit imports {found}"
+    assert found == [], f"{_name(path)}: private bindkit imports {found}"
 
 
 def test_the_check_sees_private_modules_and_names() -> None:

@@ -147,19 +147,27 @@ def test_estimate_by_hand() -> None:
         1000, layers=2, hidden=4, intermediate=8, heads=2, kv_heads=1, head_dim=2, norm_qk=True
     )
     plain = memory.estimate_peak(sizes, sequences=3, tokens=5, weight_bytes=2, lora_r=1)
-    # per token and layer: 3·4 + (4 + 2·2 + 4) + 3·8 + (4 + 2) = 54 values of 2 bytes, 15 tokens
-    assert plain.activations == 2 * 54 * 15 * 2
+    # per token and layer, bf16: attention's q, k, v, output and the MLP's three tensors
+    # (2·4 + 2·2 + 3·8 = 36 values of 2 bytes), the q/k norms' fp32 inputs (4 + 2 values of 4),
+    # and fp32 copies of the two norm inputs, q/k/v's LoRA input (3x) and o's (5·4 + 4 of 4)
+    assert memory.layer_bytes_per_token(sizes, 2) == 36 * 2 + 6 * 4 + 24 * 4 == 192
+    # in fp32 the copies are the tensors: 3 hidden vectors (two norm inputs, one LoRA input)
+    assert memory.layer_bytes_per_token(sizes, 4) == 36 * 4 + 6 * 4 + 12 * 4 == 216
+    # 15 tokens: two layers, the final norm's fp32 input (4 values of 4) and cos/sin (2·2 of 2)
+    assert plain.activations == 2 * 192 * 15 + (16 + 8) * 15
     assert plain.weights == 2000
     # LoRA r=1 on q (4+4), k (4+2), v (4+2), o (4+4) = 28 per layer: 56 parameters of 16 bytes,
-    # plus its 1-wide inputs (4 per token and layer)
-    assert plain.lora == 56 * 16 + 2 * 4 * 15 * 2
-    assert plain.workspace == 2 * 8 * 15 * 2
+    # plus LoRA-B's fp32 1-wide inputs (4 per token and layer)
+    assert plain.lora == 56 * 16 + 2 * 4 * 15 * 4
+    # the backward's gradients of one layer, and the runtime's fixed part
+    assert plain.workspace == 192 * 15 + memory.RUNTIME_BYTES
     assert plain.peak == plain.weights + plain.lora + plain.activations + plain.workspace
     kept = memory.estimate_peak(
         sizes, sequences=3, tokens=5, weight_bytes=2, lora_r=1, gradient_checkpointing=True
     )
-    # one hidden vector per layer and token, and one layer recomputed
-    assert kept.activations == 2 * 4 * 15 * 2 + 54 * 15 * 2
+    # one bf16 hidden vector per layer and token, one layer recomputed, the final norm, cos/sin
+    assert kept.activations == 2 * 4 * 15 * 2 + 192 * 15 + (16 + 8) * 15
+    assert kept.workspace == memory.RUNTIME_BYTES
 
 
 def test_text_sizes_read_nested_and_flat_configs() -> None:

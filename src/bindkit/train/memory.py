@@ -6,12 +6,14 @@
   layer's; the loss and the gradients are those of the plain forward (tested).
 - :func:`out_of_memory_advice`: the one line an out-of-memory error becomes, naming the knobs.
 - :func:`estimate_peak`: a pure estimate of a training step's peak memory from the model's
-  sizes and the batch, so ``bindkit memory`` can say before a run whether it fits. What it counts
-  (a decoder layer under LoRA on q/k/v/o, per token, in the weights' precision): the inputs of
-  the two norms and the LoRA-A input (3 hidden), q/k after their norms, q/k/v and the attention
-  output kept by the attention kernel, and the MLP's gate, up and activated gate (3 intermediate);
-  with checkpointing one hidden vector per layer plus one layer recomputed. Attention is taken
-  as a fused kernel (no sequence² matrix), as SDPA runs on GPUs and on the CPU.
+  sizes and the batch, so ``bindkit memory`` can say before a run whether it fits. It counts
+  what the autograd graph of a decoder layer under LoRA on q/k/v/o keeps per token
+  (:func:`layer_bytes_per_token`: float32 copies of the norms' and LoRA's inputs, attention's
+  q/k/v/output and the MLP's three tensors in the weights' precision), or with checkpointing one
+  hidden vector per layer plus one layer recomputed; the backward's gradients of one layer; and a
+  measured fixed part (:data:`RUNTIME_BYTES`). Attention is taken as a fused kernel (no
+  sequence² matrix), as SDPA runs on GPUs and on the CPU. Measured against training steps on
+  the CPU: within 15 % of the tensors' peak at 8 or more triplets.
 """
 
 from __future__ import annotations
@@ -168,10 +170,39 @@ class MemoryEstimate:
             ("frozen weights", self.weights),
             ("LoRA weights, gradients, AdamW state", self.lora),
             ("activations kept for the backward pass", self.activations),
-            ("one layer's working tensors", self.workspace),
+            ("backward working space and runtime", self.workspace),
             ("estimated peak", self.peak),
         ]
         return [f"{label}: {value / GIB:.2f} GiB" for label, value in parts]
+
+
+FLOAT32 = 4
+# what a training step allocates beside its tensors' per-token sizes, whatever the batch: the
+# autograd engine, the kernels' scratch, the loss and optimizer bookkeeping (measured on the
+# CPU: 28-48 MiB above the tensors counted here, at 2 to 32 triplets)
+RUNTIME_BYTES = 40 << 20
+
+
+def layer_bytes_per_token(sizes: ModelSizes, weight_bytes: int) -> int:
+    """Bytes one decoder layer under LoRA on q/k/v/o keeps per token for the backward pass.
+
+    Read off the autograd graph (``torch.autograd.graph.saved_tensors_hooks``) of a Qwen3-VL
+    text layer: the RMSNorms compute in float32, so each keeps a float32 copy of its input (the
+    two layer norms, and the q/k norms of Qwen3); LoRA runs in float32, so each of q/k/v/o keeps
+    a float32 copy of its input; the attention kernel keeps the rotated q, k, v and its output,
+    the MLP its gate, up and activated gate, in the weights' precision. In float32 the copies
+    are the tensors themselves: one normed input shared by q/k/v, and o's input is the
+    attention output.
+    """
+    q = sizes.heads * sizes.head_dim
+    kv = sizes.kv_heads * sizes.head_dim
+    kept = (2 * q + 2 * kv + 3 * sizes.intermediate) * weight_bytes
+    if sizes.norm_qk:
+        kept += (q + kv) * FLOAT32
+    if weight_bytes == FLOAT32:
+        return kept + 3 * sizes.hidden * FLOAT32
+    # two norm inputs, q/k/v's LoRA input three times, o's once: float32 copies
+    return kept + (5 * sizes.hidden + q) * FLOAT32
 
 
 def estimate_peak(
@@ -187,34 +218,37 @@ def estimate_peak(
     for one backward pass (triplets: 3 x batch size, or 2 x chunk size under GradCache: a chunk
     of one side at a time, with its gradient cache), weights of ``weight_bytes`` bytes each.
 
+    Activations: every layer's kept tensors (:func:`layer_bytes_per_token`), or with
+    checkpointing each layer's input plus one layer recomputed; beside the layers, the final
+    norm's float32 input and the rotary cos/sin. Working space: without checkpointing, the
+    backward's gradients of one layer's tensors, as large as what the layer keeps (with it, the
+    recomputed layer frees its tensors as its backward runs: nothing beyond it); and
+    :data:`RUNTIME_BYTES`. Measured against one training step on the CPU
+    (``benchmarks/bench_memory_estimate.py``): within the band docs/performance-real-shapes.md
+    states.
+
     Example:
         >>> sizes = ModelSizes(1000, layers=2, hidden=4, intermediate=8, heads=2, kv_heads=1,
         ...                    head_dim=2)
         >>> estimate_peak(sizes, sequences=1, tokens=10, weight_bytes=4).activations
-        3840
+        4160
     """
     positions = sequences * tokens
-    q = sizes.heads * sizes.head_dim
-    kv = sizes.kv_heads * sizes.head_dim
-    # per token of one layer: norm inputs + LoRA-A input, attention q/k/v/out (+ q/k norms), MLP
-    per_layer = 3 * sizes.hidden + (q + 2 * kv + q) + 3 * sizes.intermediate
-    if sizes.norm_qk:
-        per_layer += q + kv
-    layer_bytes = per_layer * positions * weight_bytes
+    layer = layer_bytes_per_token(sizes, weight_bytes) * positions
+    # outside the layers: the final norm's float32 input, the rotary cos and sin
+    outside = (FLOAT32 * sizes.hidden + 2 * sizes.head_dim * weight_bytes) * positions
     if gradient_checkpointing:
-        kept = sizes.layers * sizes.hidden * positions * weight_bytes + layer_bytes
+        kept = sizes.layers * sizes.hidden * positions * weight_bytes + layer + outside
     else:
-        kept = sizes.layers * layer_bytes
+        kept = sizes.layers * layer + outside
     lora_parameters = sizes.layers * lora_r * sum(sizes.lora_targets)
-    # fp32 LoRA weight, its gradient and AdamW's two moments; LoRA's r-wide inputs are kept too
-    lora = 16 * lora_parameters + sizes.layers * 4 * lora_r * positions * weight_bytes
-    # the largest transient: the MLP's intermediate tensors and the backward's copies of them
-    workspace = 2 * sizes.intermediate * positions * weight_bytes
+    # fp32 LoRA weight, its gradient and AdamW's two moments; LoRA-B's r-wide fp32 inputs
+    lora = 16 * lora_parameters + sizes.layers * 4 * lora_r * positions * FLOAT32
     return MemoryEstimate(
         weights=sizes.parameters * weight_bytes,
         lora=lora,
         activations=kept,
-        workspace=workspace,
+        workspace=(0 if gradient_checkpointing else layer) + RUNTIME_BYTES,
     )
 
 
