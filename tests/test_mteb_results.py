@@ -106,6 +106,24 @@ def test_export_carries_every_score_bindkit_computed_under_mtebs_names(
             assert by_subset["independent"]["map_at_1000"] == pytest.approx(
                 record["scores"]["map_independent"], abs=1e-6
             )
+            # beside bindkit's own names, each subset holds only mteb's name of its scores
+            own = {
+                "hf_subset",
+                "languages",
+                "main_score",
+                "mteb_version",
+                "bindkit",
+                *record["scores"],
+            }
+            extra = {
+                subset: set(e) - own - set(e.get("mcq_accuracy_by_n", {}))
+                for subset, e in by_subset.items()
+            }
+            assert extra == {
+                "default": {"accuracy"},
+                "independent": {"map_at_1000"},
+                "nested": {"map_at_1000"},
+            }, extra
 
 
 def test_the_export_passes_mtebs_validate_and_filter_without_registration(
