@@ -188,3 +188,20 @@ def test_an_update_outside_the_numbered_layers_is_scaled_by_alpha(tmp_path: Path
         torch.testing.assert_close(live(ids).pooler_output, written(ids).pooler_output)
         scale_live(live, None)
         assert not torch.allclose(live(ids).pooler_output, written(ids).pooler_output)
+
+
+def test_attaching_an_adapter_passes_on_no_deprecation_peft_trips_over(tmp_path: Path) -> None:
+    """peft reads ``model.is_gradient_checkpointing``, which transformers 5.25 deprecates: one
+    FutureWarning per attached model (29 lines in a demo's log). bindkit attaches quietly."""
+    import warnings
+
+    from transformers import BertModel
+
+    from bindkit.adapters.lora import attach_adapter
+
+    base = _bert(tmp_path)
+    _raw_adapter(base, tmp_path / "adapter")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        attach_adapter(BertModel.from_pretrained(base), tmp_path / "adapter")
+    assert [str(w.message) for w in caught if "is_gradient_checkpointing" in str(w.message)] == []

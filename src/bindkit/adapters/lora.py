@@ -12,6 +12,7 @@ by name instead of the pattern.
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -225,4 +226,10 @@ def attach_adapter(model: Any, adapter: str | Path) -> Any:
                     f"{'A' if part.startswith('A') else 'B'} of shape {list(shape)} does not fit "
                     f"{type(model).__name__}); use the model it was trained on"
                 )
-    return PeftModel.from_pretrained(model, str(adapter))
+    with warnings.catch_warnings():
+        # peft reads model.is_gradient_checkpointing, which transformers >= 5.25 deprecates:
+        # a FutureWarning per attached model that the user can do nothing about
+        warnings.filterwarnings(
+            "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
+        )
+        return PeftModel.from_pretrained(model, str(adapter))
