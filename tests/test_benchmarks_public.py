@@ -24,6 +24,7 @@ FILES = sorted(
 )
 DRIVERS = [p for p in FILES if 'if __name__ == "__main__":' in p.read_text("utf-8")]
 
+
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 

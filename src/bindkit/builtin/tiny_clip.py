@@ -120,7 +120,10 @@ def render_scenes(config: TrainConfig, progress: bool = True) -> Scenes:
     backend = ProceduralBackend(size=config.render_size, seed=config.seed)
     count = sum(len(m.items) for m in mcqs)
     pixels = np.zeros((count, config.image_size, config.image_size, 3), dtype=np.uint8)
-    bindings, realized, mcq_of, keys = [], [], [], []
+    bindings: list[tuple[tuple[str, str], ...]] = []
+    realized: list[dict[str, str]] = []
+    mcq_of: list[int] = []
+    keys: list[frozenset[tuple[str, str, str]]] = []
     started = time.perf_counter()
     for index, mcq in enumerate(mcqs):
         for item in mcq.items:
