@@ -140,7 +140,7 @@ def test_padding_side_does_not_change_margins(tiny_qwen2_vl: Path) -> None:
 
 
 def test_attention_loss_is_differentiable_and_can_be_lowered(tiny_qwen2_vl: Path) -> None:
-    from bindkit.train.attention import AttentionBindingLoss
+    from bindkit.train.attention_loss import AttentionBindingLoss
 
     torch.manual_seed(0)
     model = load_embedder(f"mllm:{tiny_qwen2_vl}", cache=False, progress=False)

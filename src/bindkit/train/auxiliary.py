@@ -113,16 +113,16 @@ class PreservationTerm:
 
 
 class AttentionTerm:
-    """The attention binding loss (:mod:`bindkit.train.attention`) on each micro-batch's
+    """The attention binding loss (:mod:`bindkit.train.attention_loss`) on each micro-batch's
     queries, whose bindings are read from the rows (or parsed from the synthetic query)."""
 
     def __init__(self, embedder: Any, tau: float, weight: float) -> None:
-        from bindkit.train.attention import AttentionBindingLoss
+        from bindkit.train.attention_loss import AttentionBindingLoss
 
         self.loss = AttentionBindingLoss(embedder, tau=tau, weight=weight)
 
     def __call__(self, step: Step) -> Any:
-        from bindkit.train.attention import bound_text
+        from bindkit.train.attention_loss import bound_text
 
         items = [bound_text(row) for row in step.rows]
         batch = step.embedder.collate(

@@ -224,7 +224,9 @@ class BaseTrainConfig:
     )
     attn_loss: bool = field(
         default=False,
-        metadata=_help("add the attention binding loss on the queries (bindkit.train.attention)"),
+        metadata=_help(
+            "add the attention binding loss on the queries (bindkit.train.attention_loss)"
+        ),
     )
     attn_tau: float = field(
         default=0.1, metadata=_help("attention loss target margin tau", Range(0, 2))
