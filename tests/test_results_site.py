@@ -247,3 +247,56 @@ def test_the_site_sorts_and_shows_provenance_in_headless_chromium(
         page.click("#close")
         assert not box.is_visible()
         browser.close()
+
+
+@pytest.mark.parametrize("swaps", [1, 4, 5])
+def test_a_site_swapped_out_while_it_is_read_is_read_again(
+    results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swaps: int
+) -> None:
+    """Another build may replace the site while this one checks it (a folder gone mid-walk):
+    the check reads the new site again; a site replaced at every one of five reads is refused
+    in one line."""
+    site = tmp_path / "site"
+    write_site(results, site)
+    walk = Path.rglob
+    left = [swaps]
+
+    def swapped(self: Path, pattern: str) -> Any:
+        if self == site and left[0] > 0:
+            left[0] -= 1
+            raise FileNotFoundError(site / "results")
+        return walk(self, pattern)
+
+    monkeypatch.setattr(Path, "rglob", swapped)
+    if swaps < 5:
+        assert write_site(results, site) == site / "index.html"
+    else:
+        with pytest.raises(BindkitError, match=r"^--out .*site: other runs keep replacing it"):
+            write_site(results, site)
+    assert json.loads((site / MARKER).read_text())["files"]
+
+
+def test_a_site_another_build_swaps_in_mid_check_is_no_user_file(
+    results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check lists the old site, then another build renames its own site into place: a
+    listed folder the new site lacks is no file a user put there (the folder is another one
+    now, so the check reads again)."""
+    site = tmp_path / "site"
+    write_site(results, site)
+    walk = Path.rglob
+    swapped = []
+
+    def list_then_swap(self: Path, pattern: str) -> Any:
+        listed = list(walk(self, pattern))
+        if self == site and not swapped:
+            swapped.append(True)
+            shutil.copytree(site, tmp_path / "other")
+            shutil.rmtree(tmp_path / "other" / "results")  # as another build's own site
+            site.rename(tmp_path / "aside")
+            (tmp_path / "other").rename(site)
+        return iter(listed)
+
+    monkeypatch.setattr(Path, "rglob", list_then_swap)
+    assert write_site(results, site) == site / "index.html"
+    assert swapped

@@ -237,18 +237,47 @@ def write_site(
     return out / "index.html"
 
 
-def check_replaceable(out: Path) -> None:
+def check_replaceable(out: Path, attempts: int = 5) -> None:
     """Refuse an ``out`` a rebuild would damage: a file, a folder this module did not write,
     or an earlier site holding a file it did not write (the rebuild replaces the folder whole,
-    so that file would be lost).
+    so that file would be lost). A site that another build swaps out while it is read (a
+    folder gone mid-walk) is read again, up to ``attempts`` times.
 
     Raises:
         BindkitError: one line naming ``out`` or the first such file.
     """
-    if not out.exists():
-        return
-    if not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file()):
+    for _ in range(attempts - 1):
+        try:
+            return _check_replaceable(out)
+        except FileNotFoundError:
+            continue  # another build replaced the site while it was read: read the new one
+    try:
+        _check_replaceable(out)
+    except FileNotFoundError:
         raise BindkitError(
+            f"--out {out}: other runs keep replacing it; run again when they end"
+        ) from None
+
+
+def _check_replaceable(out: Path) -> None:
+    """:func:`check_replaceable` once; FileNotFoundError when the site was swapped out by
+    another build while it was read (``out`` gone, or another folder by then)."""
+    try:
+        folder = out.stat().st_ino
+    except FileNotFoundError:
+        return
+
+    def refuse(message: str) -> BindkitError:
+        try:
+            same = out.stat().st_ino == folder
+        except FileNotFoundError:
+            same = False
+        if not same:  # what was read is another build's half-swapped site: read again
+            raise FileNotFoundError(out)
+        return BindkitError(message)
+
+    if not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file()):
+        raise refuse(
             f"--out {out}: exists and is not a bindkit site; choose a new folder or remove it"
         )
     if not (out / MARKER).is_file():
@@ -260,7 +289,7 @@ def check_replaceable(out: Path) -> None:
             continue
         written = name in ours if ours is not None else _legacy_site_file(name)
         if not written:
-            raise BindkitError(
+            raise refuse(
                 f"--out {out}: holds {path}, which bindkit did not write and a rebuild would "
                 "delete; move it out of the site first, or choose another --out"
             )
