@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from _args import positive
 from _shapes import scale_config
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -144,16 +145,6 @@ def run_child(
     if done.returncode != 0:
         raise SystemExit(f"the measuring process failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: use 1 or more")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from _alternate import Timings, alternate
+from _args import positive
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("BINDKIT_PROGRESS", "0")
@@ -375,17 +376,6 @@ def table(result: dict[str, Any]) -> str:
         ratio = f"{row['ratio_median']:.2f}x ({row['ratio_min']:.2f}-{row['ratio_max']:.2f})"
         lines.append(f"| {row['label']} | {cells[0]} | {cells[1]} | {ratio} |")
     return "\n".join(lines) + "\n"
-
-
-def positive(text: str) -> int:
-    """An argparse type: an integer of 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: use 1 or more")
-    return value
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -36,6 +36,7 @@ os.environ.setdefault("BINDKIT_PROGRESS", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _alternate import alternate
+from _args import positive
 from _shapes import scale_config
 from bench_real_shapes import images, plain_embed, texts, triplet_rows
 
@@ -251,17 +252,6 @@ def report(result: dict[str, Any]) -> str:
             f"{mine['clusters']} clusters |"
         )
     return "\n".join(lines) + "\n"
-
-
-def positive(text: str) -> int:
-    """An argparse type: an integer of 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: use 1 or more")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
