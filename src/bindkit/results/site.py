@@ -246,17 +246,12 @@ def check_replaceable(out: Path, attempts: int = 5) -> None:
     Raises:
         BindkitError: one line naming ``out`` or the first such file.
     """
-    for _ in range(attempts - 1):
+    for _ in range(attempts):
         try:
             return _check_replaceable(out)
         except FileNotFoundError:
             continue  # another build replaced the site while it was read: read the new one
-    try:
-        _check_replaceable(out)
-    except FileNotFoundError:
-        raise BindkitError(
-            f"--out {out}: other runs keep replacing it; run again when they end"
-        ) from None
+    raise BindkitError(f"--out {out}: other runs keep replacing it; run again when they end")
 
 
 def _check_replaceable(out: Path) -> None:
