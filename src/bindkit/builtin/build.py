@@ -14,6 +14,7 @@ import json
 import math
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -68,6 +69,36 @@ def multi_positive_nce(logits: Any, positives: Any) -> Any:
     if not bool(has.any()):
         return torch.zeros((), dtype=logits.dtype, device=logits.device)
     return per_row[has].mean()
+
+
+def optimizer_step(
+    loss: Any,
+    optimizer: Any,
+    scheduler: Any,
+    losses: list[float],
+    *,
+    step: int,
+    steps: int,
+    every: int,
+    scale: Any,
+    started: float,
+    progress: bool,
+) -> None:
+    """One step of a builder's loop: backward, the optimizer and schedule step, the loss kept in
+    ``losses``; every ``every`` steps (and at the last) a line with the mean recent loss and the
+    temperature ``1 / scale``."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    losses.append(float(loss.detach()))
+    if progress and ((step + 1) % every == 0 or step + 1 == steps):
+        recent = sum(losses[-every:]) / len(losses[-every:])
+        print(
+            f"step {step + 1}/{steps} loss {recent:.3f} "
+            f"T {1 / float(scale.detach()):.4f} ({time.perf_counter() - started:.0f} s)",
+            file=sys.stderr,
+        )
 
 
 def warmup_cosine(step: int, warmup: int, steps: int) -> float:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from bindkit.builtin import build
-from bindkit.builtin.build import multi_positive_nce, warmup_cosine
+from bindkit.builtin.build import multi_positive_nce, optimizer_step, warmup_cosine
 from bindkit.builtin.cards import tiny_clip_card
 from bindkit.errors import BindkitError
 
@@ -254,18 +254,10 @@ def train(
         text_vectors = torch.nn.functional.normalize(model.encode_text(tokenizer(texts)), dim=-1)
         scale = model.logit_scale.exp().clamp(max=100.0)
         loss = contrastive_loss(image_vectors, text_vectors, same, scale, config.within_weight)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
-        losses.append(float(loss.detach()))
-        if progress and ((step + 1) % 50 == 0 or step + 1 == config.steps):
-            recent = sum(losses[-50:]) / len(losses[-50:])
-            print(
-                f"step {step + 1}/{config.steps} loss {recent:.3f} "
-                f"T {1 / float(scale.detach()):.4f} ({time.perf_counter() - started:.0f} s)",
-                file=sys.stderr,
-            )
+        optimizer_step(
+            loss, optimizer, scheduler, losses, step=step, steps=config.steps, every=50,
+            scale=scale, started=started, progress=progress,
+        )  # fmt: skip
     model.eval()
     save_checkpoint(model, out)
     return {

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bindkit.builtin import build
-from bindkit.builtin.build import multi_positive_nce, warmup_cosine
+from bindkit.builtin.build import multi_positive_nce, optimizer_step, warmup_cosine
 from bindkit.builtin.cards import tiny_vlm_card
 from bindkit.embed.backends.mllm.tokenizer import build_tokenizer
 from bindkit.errors import BindkitError
@@ -444,18 +444,10 @@ def train(
                 mates = torch.tensor([[a == b for b in shown] for a in shown]) & ~eye
                 logits = (scale * pictures @ pictures.T).masked_fill(eye, float("-inf"))
                 loss = loss + config.image_weight * nce(logits, mates)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            losses.append(float(loss.detach()))
-            if progress and ((step + 1) % 25 == 0 or step + 1 == config.steps):
-                recent = sum(losses[-25:]) / len(losses[-25:])
-                print(
-                    f"step {step + 1}/{config.steps} loss {recent:.3f} "
-                    f"T {1 / float(scale.detach()):.4f} ({time.perf_counter() - started:.0f} s)",
-                    file=sys.stderr,
-                )
+            optimizer_step(
+                loss, optimizer, scheduler, losses, step=step, steps=config.steps, every=25,
+                scale=scale, started=started, progress=progress,
+            )  # fmt: skip
         save(embedder, initial, out)
         parameters = sum(int(p.numel()) for p in model.parameters())
     return {
